@@ -1,0 +1,90 @@
+import { Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Pool } from 'mysql2/promise';
+import type { Logger } from 'pino';
+import type { NoticeConfig } from '../src/config/schema.ts';
+import { LedgerRepository } from '../src/ledger/repository.ts';
+import { sourcePolicies } from '../src/notices/registry.ts';
+import { TencentImClient } from '../src/tencent-im/client.ts';
+import { UserSigCache } from '../src/tencent-im/usersig.ts';
+import { RoleConfigError, withDeadline, type Role } from '../src/app/role.ts';
+import { newWorkerId } from '../src/app/worker-id.ts';
+import { DELIVER_QUEUE_NAME, type DeliverJobData } from '../queues/deliver-queue.ts';
+import { createDeliverProcessor, ledgerBackoff, type DeliveryOutcome } from './processor.ts';
+
+/** Deliver: a BullMQ worker on the C2C queue, sending through Tencent IM and recording outcomes in the ledger. */
+export class DeliverRole implements Role {
+  readonly name = 'deliver';
+  readonly workerId = newWorkerId('deliver');
+  readonly outcomes: Record<DeliveryOutcome, number> = { delivered: 0, retryable: 0, failed: 0, rate_limited: 0, not_claimed: 0 };
+  private worker: Worker<DeliverJobData> | null = null;
+  private readonly client: TencentImClient;
+
+  constructor(
+    private readonly config: NoticeConfig,
+    private readonly pool: Pool,
+    private readonly connection: Redis,
+    private readonly logger: Logger,
+  ) {
+    const im = config.tencent_im;
+    if (!im.enabled) {
+      throw new RoleConfigError('deliver refuses to start: tencent_im.enabled is false, so every notice would be dropped. Enable it (or point tencent_im.base_url at fake-im)');
+    }
+    this.client = new TencentImClient(
+      { baseUrl: im.base_url, sdkAppId: im.sdk_app_id, adminIdentifier: im.admin_identifier, requestTimeoutMs: im.request_timeout, msgLifeTimeMs: im.msg_lifetime, maxSockets: config.deliver.concurrency },
+      new UserSigCache(im.sdk_app_id, im.secret_key, im.admin_identifier, im.usersig_ttl),
+    );
+  }
+
+  async start(): Promise<void> {
+    const policies = sourcePolicies(this.config);
+    const fallbackPolicy = { lockTtlMs: 30_000, maxRetryCount: 10 };
+    const rate = this.config.tencent_im.rate_limit_per_second;
+    let worker: Worker<DeliverJobData>;
+    const processor = createDeliverProcessor({
+      ledger: new LedgerRepository(this.pool),
+      sender: this.client,
+      workerId: this.workerId,
+      policyFor: (source) => policies.get(source) ?? fallbackPolicy,
+      retryBaseMs: this.config.deliver.retry_base_delay,
+      retryMaxMs: this.config.deliver.retry_max_delay,
+      rateLimitQueue: (ms) => worker.rateLimit(ms),
+      logger: this.logger,
+      onOutcome: (outcome) => this.outcomes[outcome]++,
+    });
+    worker = new Worker<DeliverJobData>(DELIVER_QUEUE_NAME, processor, {
+      connection: this.connection,
+      prefix: this.config.redis.prefix,
+      concurrency: this.config.deliver.concurrency,
+      // The global limiter is shared by every deliver process: Tencent's quota is per app, not per process.
+      ...(rate > 0 ? { limiter: { max: rate, duration: 1000 } } : {}),
+      settings: { backoffStrategy: ledgerBackoff(this.config.deliver.retry_base_delay, this.config.deliver.retry_max_delay) },
+      lockDuration: Math.max(30_000, this.config.tencent_im.request_timeout * 3),
+      maxStalledCount: 3,
+      autorun: false,
+    });
+    worker.on('error', (err) => this.logger.warn({ err: err.message }, 'deliver worker error'));
+    this.worker = worker;
+    void worker.run();
+    await worker.waitUntilReady();
+  }
+
+  async stop(): Promise<void> {
+    const worker = this.worker;
+    this.worker = null;
+    if (worker) {
+      try {
+        // close() waits for active sends; it has no timeout of its own and can hang (bullmq #2237, #4656).
+        await withDeadline(worker.close(), Math.max(1000, this.config.shutdown_timeout - 1000), 'deliver worker close');
+      } catch (err) {
+        this.logger.warn({ err: (err as Error).message }, 'forcing deliver worker close; unfinished jobs return via stall detection and ledger lock expiry');
+        await worker.close(true).catch(() => undefined);
+      }
+    }
+    this.client.close();
+  }
+
+  isRunning(): boolean {
+    return this.worker?.isRunning() ?? false;
+  }
+}

@@ -1,0 +1,112 @@
+import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
+import type { Logger } from 'pino';
+import type { LedgerRepository } from '../src/ledger/repository.ts';
+import { formatKey, type LedgerKey, type LedgerRow } from '../src/ledger/types.ts';
+import type { TencentImSender } from '../src/tencent-im/client.ts';
+import type { DeliverJobData } from '../queues/deliver-queue.ts';
+import { decideRetry, retryDelayMs } from './retry-policy.ts';
+import { RetryableDeliveryError } from './errors.ts';
+
+export interface SourcePolicy {
+  lockTtlMs: number;
+  maxRetryCount: number;
+}
+
+export interface DeliverProcessorDeps {
+  ledger: LedgerRepository;
+  sender: TencentImSender;
+  workerId: string;
+  policyFor(sourceName: string): SourcePolicy;
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** Backs the whole queue off (BullMQ's worker.rateLimit); resolves once the limiter is set. */
+  rateLimitQueue(ms: number): Promise<void>;
+  logger: Logger;
+  now?: () => number;
+  onOutcome?: (outcome: DeliveryOutcome, row: LedgerRow) => void;
+}
+
+export type DeliveryOutcome = 'delivered' | 'retryable' | 'failed' | 'rate_limited' | 'not_claimed';
+
+/** Over-frequency back-off for the whole queue: long enough for Tencent's one-second window to roll over. */
+const RATE_LIMIT_BACKOFF_MS = 1000;
+
+/**
+ * One delivery attempt: claim the ledger row, send, record the outcome — in that order, each step conditional,
+ * so a stale or duplicate job can never send an event another worker owns or has finished.
+ */
+export function createDeliverProcessor(deps: DeliverProcessorDeps) {
+  const now = deps.now ?? Date.now;
+
+  return async function processDelivery(job: Job<DeliverJobData>, token?: string): Promise<string> {
+    const key: LedgerKey = { sourceName: job.data.sourceName, appCode: job.data.appCode, sourceEventId: job.data.sourceEventId, channel: job.data.channel };
+    const policy = deps.policyFor(key.sourceName);
+    const log = deps.logger.child({ event_id: key.sourceEventId, source: key.sourceName, job_id: job.id });
+
+    const claim = await deps.ledger.claim(key, deps.workerId, now(), policy.lockTtlMs);
+    if (!claim.claimed) {
+      const row = claim.row;
+      if (!row) {
+        log.error({ key: formatKey(key) }, 'job has no ledger row; dropping the job');
+        return 'no-ledger-row';
+      }
+      if (row.status === 'delivered' || row.status === 'failed') return `already-${row.status}`;
+      // Someone else holds a live lock (a stalled copy of this job): look again when that lock runs out.
+      const retryAt = Math.max(row.lockUntilMs ?? 0, now()) + 250;
+      await job.moveToDelayed(retryAt, token);
+      throw new DelayedError();
+    }
+    const row = claim.row;
+    if (row.payload === null) {
+      await deps.ledger.recordFailed(key, deps.workerId, 'NO_PAYLOAD', 'ledger row has no payload', now());
+      throw new UnrecoverableError('ledger row has no payload');
+    }
+
+    const outcome = await deps.sender.sendC2C({ toAccount: row.userId, ext: row.noticeKind, data: row.payload, dedupSeed: formatKey(key) });
+    const at = now();
+    switch (outcome.kind) {
+      case 'delivered': {
+        const recorded = await deps.ledger.recordDelivered(key, deps.workerId, outcome.msgKey, at);
+        if (!recorded) log.warn('delivered, but the ledger lock was taken over meanwhile; the other worker records the outcome');
+        deps.onOutcome?.('delivered', row);
+        log.debug({ latency_ms: outcome.latencyMs }, 'delivered');
+        return 'delivered';
+      }
+      case 'rate_limited': {
+        // Over-frequency is the provider's whole-app limit: pause the queue, do not spend this event's attempt.
+        await deps.ledger.releaseRateLimited(key, deps.workerId, outcome.code, outcome.message, at + RATE_LIMIT_BACKOFF_MS, at);
+        deps.onOutcome?.('rate_limited', row);
+        log.warn({ code: outcome.code }, 'Tencent IM over-frequency; backing the queue off');
+        await deps.rateLimitQueue(RATE_LIMIT_BACKOFF_MS);
+        // BullMQ recognises a rate-limit exit by its own error, which puts the job back in wait unspent.
+        throw Worker.RateLimitError();
+      }
+      case 'permanent': {
+        await deps.ledger.recordFailed(key, deps.workerId, outcome.code, outcome.message, at);
+        deps.onOutcome?.('failed', row);
+        log.warn({ code: outcome.code, error: outcome.message }, 'permanent delivery error; event failed');
+        throw new UnrecoverableError(`Tencent IM ${outcome.code}: ${outcome.message}`);
+      }
+      case 'retry': {
+        const decision = decideRetry(row.attemptCount + 1, policy.maxRetryCount, deps.retryBaseMs, deps.retryMaxMs);
+        if (decision.final) {
+          const message = `retries exhausted after ${row.attemptCount + 1} attempts; last error: ${outcome.message}`;
+          await deps.ledger.recordFailed(key, deps.workerId, outcome.code, message, at);
+          deps.onOutcome?.('failed', row);
+          log.warn({ code: outcome.code }, 'retries exhausted; event failed (dead letter)');
+          throw new UnrecoverableError(message);
+        }
+        await deps.ledger.recordRetryable(key, deps.workerId, outcome.code, outcome.message, at + decision.delayMs, at);
+        deps.onOutcome?.('retryable', row);
+        log.info({ code: outcome.code, retry_in_ms: decision.delayMs }, 'transient delivery error; will retry');
+        throw new RetryableDeliveryError(`Tencent IM ${outcome.code}: ${outcome.message}`, decision.delayMs);
+      }
+    }
+  };
+}
+
+/** BullMQ backoff strategy: the delay the ledger already recorded, or plain exponential for infrastructure errors. */
+export function ledgerBackoff(baseMs: number, maxMs: number) {
+  return (attemptsMade: number, _type?: string, err?: Error): number =>
+    err instanceof RetryableDeliveryError ? err.retryDelayMs : retryDelayMs(attemptsMade, baseMs, maxMs);
+}

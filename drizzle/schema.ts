@@ -1,0 +1,62 @@
+/**
+ * notice-service's own tables. These are the only tables it writes; owner outboxes are read-only to it.
+ * SQL is generated from this file by drizzle-kit (`npm run db:generate`) into drizzle/migrations/.
+ */
+import { bigint, index, int, mediumtext, mysqlTable, primaryKey, varchar } from 'drizzle-orm/mysql-core';
+
+/** The delivery ledger: one row per (source event, channel). Its primary key is the dedup boundary. */
+export const noticeDeliveryEvents = mysqlTable(
+  'notice_delivery_events',
+  {
+    sourceName: varchar('source_name', { length: 64 }).notNull(),
+    appCode: varchar('app_code', { length: 32 }).notNull(),
+    sourceEventId: varchar('source_event_id', { length: 191 }).notNull(),
+    channel: varchar('channel', { length: 32 }).notNull(),
+    eventType: varchar('event_type', { length: 64 }).notNull(),
+    userId: varchar('user_id', { length: 64 }).notNull(),
+    /** pending | delivering | delivered | retryable | failed */
+    status: varchar('status', { length: 16 }).notNull(),
+    /** The notice kind (TIMCustomElem.Ext): wallet_notice, vip_notice, room_notice. */
+    noticeKind: varchar('notice_kind', { length: 32 }).notNull(),
+    /** Sends whose result is known (delivered, or an error answer). */
+    attemptCount: int('attempt_count').notNull().default(0),
+    /** Times a worker took the row; more claims than attempts means sends that never finished. */
+    claimCount: int('claim_count').notNull().default(0),
+    lockedBy: varchar('locked_by', { length: 128 }),
+    lockUntilMs: bigint('lock_until_ms', { mode: 'number' }),
+    nextRetryAtMs: bigint('next_retry_at_ms', { mode: 'number' }),
+    lastErrorCode: varchar('last_error_code', { length: 32 }),
+    lastError: varchar('last_error', { length: 1024 }),
+    /** The exact client payload (JSON text) sent as TIMCustomElem.Data; NULL only for rows that failed mapping. */
+    payload: mediumtext('payload'),
+    imMsgKey: varchar('im_msg_key', { length: 128 }),
+    sourceRowId: bigint('source_row_id', { mode: 'number', unsigned: true }),
+    sourceCreatedAtMs: bigint('source_created_at_ms', { mode: 'number' }),
+    createdAtMs: bigint('created_at_ms', { mode: 'number' }).notNull(),
+    updatedAtMs: bigint('updated_at_ms', { mode: 'number' }).notNull(),
+    deliveredAtMs: bigint('delivered_at_ms', { mode: 'number' }),
+  },
+  (t) => [
+    primaryKey({ name: 'pk_notice_delivery_events', columns: [t.sourceName, t.appCode, t.sourceEventId, t.channel] }),
+    // Recovery scans: rows of one status ordered by when they become due.
+    index('idx_nde_status_retry').on(t.status, t.nextRetryAtMs),
+    index('idx_nde_status_updated').on(t.status, t.updatedAtMs),
+    // Operator look-ups by business key.
+    index('idx_nde_event_id').on(t.sourceEventId),
+    index('idx_nde_user').on(t.userId, t.createdAtMs),
+  ],
+);
+
+/**
+ * Ingest position per outbox source: the highest id read, the holes below it still waited for, and the lease
+ * that lets exactly one ingest process advance the cursor at a time.
+ */
+export const noticeIngestCursors = mysqlTable('notice_ingest_cursors', {
+  sourceName: varchar('source_name', { length: 64 }).primaryKey(),
+  highWaterId: bigint('high_water_id', { mode: 'number', unsigned: true }).notNull().default(0),
+  /** JSON array of [fromId, toId, firstSeenMs] ranges not yet seen committed. */
+  openGaps: mediumtext('open_gaps').notNull(),
+  leaseOwner: varchar('lease_owner', { length: 128 }),
+  leaseUntilMs: bigint('lease_until_ms', { mode: 'number' }).notNull().default(0),
+  updatedAtMs: bigint('updated_at_ms', { mode: 'number' }).notNull(),
+});

@@ -1,0 +1,30 @@
+/** A long-running part of a process (ingest, deliver). Processes compose the roles their config enables. */
+export interface Role {
+  readonly name: string;
+  start(): Promise<void>;
+  /** Stop taking new work and finish or release in-flight work. */
+  stop(): Promise<void>;
+  isRunning(): boolean;
+}
+
+/** A role that cannot run with this config; the message says which key to change. */
+export class RoleConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RoleConfigError';
+  }
+}
+
+/** Resolves with the promise, or rejects after `ms` (for client libraries whose close() can hang). */
+export async function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

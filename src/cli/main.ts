@@ -1,0 +1,94 @@
+import { Command, Option } from 'commander';
+import { ConfigError, defaultConfigPath, loadConfigFile } from '../config/load.ts';
+import type { NoticeConfig } from '../config/schema.ts';
+import { createLogger, redactUrl } from '../platform/logger.ts';
+import { RoleConfigError } from '../app/role.ts';
+import { runRoles, type RoleName } from '../app/run-roles.ts';
+import { runMigrations } from '../db/migrate.ts';
+import { FakeImServer } from '../fake-im/server.ts';
+
+const program = new Command('notice-service')
+  .description('Outbox facts → Tencent IM C2C notices, with a MySQL delivery ledger')
+  .showHelpAfterError();
+
+const configOption = () => new Option('-c, --config <file>', 'config file (default: $NOTICE_CONFIG, else configs/local.yaml)');
+
+function loadConfig(file: string | undefined): NoticeConfig {
+  return loadConfigFile(file ?? defaultConfigPath());
+}
+
+program
+  .command('migrate')
+  .description("apply notice-service's own migrations (drizzle/migrations)")
+  .addOption(configOption())
+  .option('--owner-fixtures', 'also create the reference owner outbox tables (dev and tests only)')
+  .action(async (opts: { config?: string; ownerFixtures?: boolean }) => {
+    const config = loadConfig(opts.config);
+    const logger = createLogger(config.log.level, { role: 'migrate' });
+    const { database } = await runMigrations({
+      mysqlUrl: config.mysql.url,
+      ownerFixtures: opts.ownerFixtures ? { walletDatabase: config.wallet_database, roomDatabase: config.room_database } : undefined,
+    });
+    logger.info({ database, mysql: redactUrl(config.mysql.url), owner_fixtures: Boolean(opts.ownerFixtures) }, 'migrations applied');
+  });
+
+for (const [name, roles, description] of [
+  ['ingest', ['ingest'], 'poll the enabled owner outboxes into the ledger and the deliver queue'],
+  ['deliver', ['deliver'], 'send queued notices through Tencent IM and record the outcome'],
+  ['all', null, 'every enabled role in one process'],
+] as const) {
+  program
+    .command(name)
+    .description(description)
+    .addOption(configOption())
+    .action(async (opts: { config?: string }) => {
+      const config = loadConfig(opts.config);
+      const logger = createLogger(config.log.level, { role: name });
+      const chosen: RoleName[] = roles ? [...roles] : rolesEnabledIn(config);
+      await runRoles(config, chosen, logger);
+    });
+}
+
+function rolesEnabledIn(config: NoticeConfig): RoleName[] {
+  const roles: RoleName[] = [];
+  if (config.wallet_notice_worker.enabled || config.room_notice_worker.enabled) roles.push('ingest');
+  if (config.deliver.enabled) roles.push('deliver');
+  if (roles.length === 0) throw new RoleConfigError('nothing to run: no outbox worker is enabled and deliver.enabled is false');
+  return roles;
+}
+
+program
+  .command('fake-im')
+  .description('a local Tencent IM REST simulator (sendmsg), keyed by tencent_im.* of the config')
+  .addOption(configOption())
+  .option('-p, --port <port>', 'port to listen on', '18080')
+  .option('--host <host>', 'address to bind', '127.0.0.1')
+  .action(async (opts: { config?: string; port: string; host: string }) => {
+    const config = loadConfig(opts.config);
+    const logger = createLogger(config.log.level, { role: 'fake-im' });
+    const port = Number(opts.port);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RoleConfigError(`--port must be a port number, got "${opts.port}"`);
+    const server = new FakeImServer({ sdkAppId: config.tencent_im.sdk_app_id, secretKey: config.tencent_im.secret_key, adminIdentifier: config.tencent_im.admin_identifier });
+    const url = await server.listen(port, opts.host);
+    logger.info({ url, sdk_app_id: config.tencent_im.sdk_app_id }, 'fake-im listening (GET /_fake/messages, /_fake/stats; POST /_fake/faults, /_fake/reset)');
+    await new Promise<void>((resolve) => {
+      process.once('SIGTERM', () => resolve());
+      process.once('SIGINT', () => resolve());
+    });
+    await server.close();
+  });
+
+process.on('unhandledRejection', (reason) => {
+  console.error(JSON.stringify({ level: 'error', msg: 'unhandled rejection', err: String(reason).slice(0, 500) }));
+});
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof ConfigError || err instanceof RoleConfigError) {
+    console.error(`notice-service: ${err.message}`);
+    process.exit(2);
+  }
+  console.error(`notice-service: ${(err as Error).message}`);
+  process.exit(1);
+}

@@ -1,0 +1,63 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { configSchema, type NoticeConfig } from './schema.ts';
+import { interpolate, type InterpolationProblem } from './interpolate.ts';
+
+/** Thrown when the config cannot be used; the message names every bad key at once. */
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(file: string, problems: string[]) {
+    super(`invalid config ${file}:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+export function defaultConfigPath(env: NodeJS.ProcessEnv = process.env): string {
+  return env.NOTICE_CONFIG || 'configs/local.yaml';
+}
+
+export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.env): NoticeConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(file, [`cannot read file: ${(err as NodeJS.ErrnoException).code ?? String(err)}`]);
+  }
+  return parseConfigText(text, file, env);
+}
+
+export function parseConfigText(text: string, file: string, env: NodeJS.ProcessEnv = process.env): NoticeConfig {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text) ?? {};
+  } catch (err) {
+    throw new ConfigError(file, [`YAML syntax: ${(err as Error).message.split('\n')[0]}`]);
+  }
+  const interpolationProblems: InterpolationProblem[] = [];
+  const interpolated = interpolate(raw, env, interpolationProblems);
+  const result = configSchema.safeParse(interpolated);
+  const problems = interpolationProblems.map((p) => `${p.path}: ${p.message}`);
+  if (!result.success) {
+    for (const issue of result.error.issues) {
+      const path = issue.path.join('.') || '(root)';
+      if (issue.code === 'unrecognized_keys') {
+        for (const key of issue.keys) problems.push(`${path === '(root)' ? key : `${path}.${key}`}: unknown key`);
+      } else {
+        problems.push(`${path}: ${issue.message}`);
+      }
+    }
+  } else {
+    problems.push(...crossFieldProblems(result.data));
+  }
+  if (problems.length > 0) throw new ConfigError(file, problems);
+  return result.data!;
+}
+
+function crossFieldProblems(config: NoticeConfig): string[] {
+  const problems: string[] = [];
+  if (config.tencent_im.enabled && config.tencent_im.secret_key === '') {
+    problems.push('tencent_im.secret_key: required when tencent_im.enabled is true');
+  }
+  return problems;
+}

@@ -1,0 +1,64 @@
+import { z } from 'zod';
+import { durationMs } from './duration.ts';
+
+const mysqlIdentifier = z.string().regex(/^[A-Za-z0-9_]{1,64}$/, 'must be a plain MySQL identifier (letters, digits, _)');
+const port = z.number().int().min(0).max(65535);
+
+/** One outbox poller (wallet_notice_worker, room_notice_worker): the seed's keys plus gap handling. */
+const outboxWorker = z.strictObject({
+  enabled: z.boolean().default(false),
+  poll_interval: durationMs.default(500),
+  batch_size: z.number().int().min(1).max(5000).default(100),
+  lock_ttl: durationMs.default(30_000),
+  max_retry_count: z.number().int().min(0).max(1000).default(10),
+  /** How long a hole in the outbox id sequence is waited for before it is skipped; longer than the owner's longest transaction. */
+  gap_grace: durationMs.default(60_000),
+});
+
+export const configSchema = z.strictObject({
+  mysql: z.strictObject({
+    url: z.string().regex(/^mysql:\/\//, 'must be a mysql:// URL'),
+    pool_size: z.number().int().min(1).max(200).default(10),
+  }),
+  wallet_database: mysqlIdentifier.default('hyapp_wallet'),
+  room_database: mysqlIdentifier.default('hyapp_room'),
+  redis: z.strictObject({
+    url: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL'),
+    // A hash tag keeps every key of a queue in one Redis Cluster slot.
+    prefix: z.string().regex(/^\{[^{}]+\}$/, 'must be a Redis Cluster hash tag such as "{notice}"').default('{notice}'),
+  }),
+  tencent_im: z.strictObject({
+    enabled: z.boolean().default(false),
+    base_url: z.url().default('https://console.tim.qq.com'),
+    sdk_app_id: z.number().int().positive().default(1400000000),
+    secret_key: z.string().default(''),
+    admin_identifier: z.string().min(1).default('administrator'),
+    request_timeout: durationMs.default(3000),
+    rate_limit_per_second: z.number().int().min(0).default(200),
+    /** Lifetime of the cached admin UserSig; it is re-minted well before it runs out. */
+    usersig_ttl: durationMs.default(24 * 3600 * 1000),
+    /** Offline storage time of a notice (MsgLifeTime); Tencent caps it at 7 days. */
+    msg_lifetime: durationMs.default(7 * 24 * 3600 * 1000),
+  }),
+  wallet_notice_worker: outboxWorker.default(() => outboxWorker.parse({})),
+  room_notice_worker: outboxWorker.default(() => outboxWorker.parse({})),
+  deliver: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      concurrency: z.number().int().min(1).max(1000).default(32),
+      /** First retry delay; later ones grow exponentially with jitter. */
+      retry_base_delay: durationMs.default(1000),
+      retry_max_delay: durationMs.default(300_000),
+    })
+    .default(() => ({ enabled: true, concurrency: 32, retry_base_delay: 1000, retry_max_delay: 300_000 })),
+  health: z
+    .strictObject({ grpc_port: port.default(13009), http_port: port.default(13109) })
+    .default(() => ({ grpc_port: 13009, http_port: 13109 })),
+  log: z
+    .strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') })
+    .default(() => ({ level: 'info' as const })),
+  shutdown_timeout: durationMs.default(10_000),
+});
+
+export type NoticeConfig = z.infer<typeof configSchema>;
+export type OutboxWorkerConfig = z.infer<typeof outboxWorker>;

@@ -1,0 +1,250 @@
+import http from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { crc32 } from 'node:zlib';
+import { verifyUserSig } from './usersig-verify.ts';
+
+/**
+ * A local stand-in for Tencent IM's REST API (only `v4/openim/sendmsg`), for development, demos and tests.
+ * It validates requests like Tencent, answers in Tencent's shape, keeps Tencent's 120 s duplicate filter,
+ * records what it received, and injects faults on request (`POST /_fake/faults`).
+ */
+export interface FakeImOptions {
+  sdkAppId: number;
+  secretKey: string;
+  adminIdentifier: string;
+  now?: () => number;
+}
+
+export interface ReceivedMessage {
+  toAccount: string;
+  ext: string;
+  data: string;
+  msgRandom: number;
+  msgSeq: number;
+  msgKey: string;
+  receivedAtMs: number;
+  /** True when Tencent's duplicate filter would have dropped it (same sender, MsgSeq, MsgRandom, content within 120 s). */
+  duplicate: boolean;
+}
+
+export interface Faults {
+  /** The next `count` sends (to `to_account` if given) are answered with this ErrorCode. */
+  errors?: Array<{ code: number; count: number; to_account?: string; info?: string }>;
+  /** The next n requests get HTTP 502. */
+  http_errors?: number;
+  /** The next n requests have their connection destroyed without an answer. */
+  drop_connections?: number;
+  /** Every answer waits this long. */
+  delay_ms?: number;
+  /** Answer 60007 beyond this many sends in any one-second window (0 = off). */
+  rate_limit_per_second?: number;
+  /** Accounts that were never imported (answered 90012). */
+  not_imported?: string[];
+  /** Random faults by probability 0..1, for soak runs. */
+  transient_error_rate?: number;
+  timeout_rate?: number;
+  timeout_ms?: number;
+  reset_rate?: number;
+}
+
+const DEDUP_WINDOW_MS = 120_000;
+const MAX_MESSAGE_BYTES = 12 * 1024;
+
+export class FakeImServer {
+  private readonly server: http.Server;
+  private readonly sockets = new Set<Socket>();
+  private faults: Required<Omit<Faults, 'errors'>> & { errors: NonNullable<Faults['errors']> } = FakeImServer.noFaults();
+  private readonly now: () => number;
+  private received: ReceivedMessage[] = [];
+  private dedup = new Map<string, { msgKey: string; atMs: number }>();
+  private sendTimes: number[] = [];
+  private stats = { requests: 0, by_code: {} as Record<string, number>, max_per_second: 0, http_errors: 0, dropped: 0 };
+  private windowCounts = new Map<number, number>();
+  private seq = 0;
+
+  constructor(private readonly options: FakeImOptions) {
+    this.now = options.now ?? Date.now;
+    this.server = http.createServer((req, res) => void this.route(req, res));
+    this.server.keepAliveTimeout = 30_000;
+    this.server.on('connection', (socket) => {
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+    });
+  }
+
+  static noFaults() {
+    return { errors: [], http_errors: 0, drop_connections: 0, delay_ms: 0, rate_limit_per_second: 0, not_imported: [], transient_error_rate: 0, timeout_rate: 0, timeout_ms: 10_000, reset_rate: 0 };
+  }
+
+  async listen(port = 0, host = '127.0.0.1'): Promise<string> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => resolve());
+    });
+    const address = this.server.address() as AddressInfo;
+    return `http://${host}:${address.port}`;
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  setFaults(faults: Faults): void {
+    this.faults = { ...FakeImServer.noFaults(), ...faults, errors: (faults.errors ?? []).map((e) => ({ ...e })) };
+  }
+
+  reset(): void {
+    this.faults = FakeImServer.noFaults();
+    this.received = [];
+    this.dedup.clear();
+    this.sendTimes = [];
+    this.windowCounts.clear();
+    this.stats = { requests: 0, by_code: {}, max_per_second: 0, http_errors: 0, dropped: 0 };
+  }
+
+  messages(): ReceivedMessage[] {
+    return this.received;
+  }
+
+  /** Messages a user would see: duplicates dropped. */
+  delivered(): ReceivedMessage[] {
+    return this.received.filter((m) => !m.duplicate);
+  }
+
+  getStats() {
+    return { ...this.stats, received: this.received.length, delivered: this.delivered().length, duplicates: this.received.length - this.delivered().length };
+  }
+
+  private async route(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://fake-im');
+    const body = await readBody(req);
+    if (url.pathname === '/v4/openim/sendmsg' && req.method === 'POST') return this.sendmsg(url, body, req, res);
+    if (url.pathname === '/_fake/messages' && req.method === 'GET') {
+      const to = url.searchParams.get('to_account');
+      const list = this.received.filter((m) => !to || m.toAccount === to);
+      return json(res, 200, { messages: list });
+    }
+    if (url.pathname === '/_fake/stats' && req.method === 'GET') return json(res, 200, this.getStats());
+    if (url.pathname === '/_fake/faults' && req.method === 'POST') {
+      try {
+        this.setFaults(JSON.parse(body || '{}') as Faults);
+        return json(res, 200, { ok: true, faults: this.faults });
+      } catch {
+        return json(res, 400, { error: 'faults body must be JSON' });
+      }
+    }
+    if (url.pathname === '/_fake/reset' && req.method === 'POST') {
+      this.reset();
+      return json(res, 200, { ok: true });
+    }
+    if (url.pathname === '/healthz') return json(res, 200, { ok: true });
+    return json(res, 404, { ActionStatus: 'FAIL', ErrorCode: 60009, ErrorInfo: 'unknown resource path' });
+  }
+
+  private async sendmsg(url: URL, body: string, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    this.stats.requests++;
+    const f = this.faults;
+    if (f.drop_connections > 0 || Math.random() < f.reset_rate) {
+      if (f.drop_connections > 0) f.drop_connections--;
+      this.stats.dropped++;
+      req.socket.destroy();
+      return;
+    }
+    if (f.http_errors > 0) {
+      f.http_errors--;
+      this.stats.http_errors++;
+      res.writeHead(502, { 'content-type': 'text/html' }).end('<html>502 Bad Gateway</html>');
+      return;
+    }
+    if (Math.random() < f.timeout_rate) await sleep(f.timeout_ms);
+    if (f.delay_ms > 0) await sleep(f.delay_ms);
+    const answer = this.answerSendmsg(url, body);
+    this.stats.by_code[String(answer.ErrorCode)] = (this.stats.by_code[String(answer.ErrorCode)] ?? 0) + 1;
+    json(res, 200, answer);
+  }
+
+  private answerSendmsg(url: URL, body: string): Record<string, unknown> {
+    const fail = (code: number, info: string) => ({ ActionStatus: 'FAIL', ErrorCode: code, ErrorInfo: info });
+    const q = url.searchParams;
+    if (q.get('contenttype') !== 'json') return fail(60025, 'contenttype must be json');
+    if (q.get('sdkappid') !== String(this.options.sdkAppId)) return fail(70014, 'sdkappid does not match');
+    const random = Number(q.get('random'));
+    if (!Number.isInteger(random) || random < 0 || random > 4294967295) return fail(60025, 'random must be a uint32');
+    if (q.get('identifier') !== this.options.adminIdentifier) return fail(60010, 'identifier is not an App admin');
+    const sigCheck = verifyUserSig(q.get('usersig') ?? '', {
+      sdkAppId: this.options.sdkAppId, identifier: this.options.adminIdentifier, secretKey: this.options.secretKey, nowMs: this.now(),
+    });
+    if (!sigCheck.ok) return fail(sigCheck.code, sigCheck.info);
+
+    let msg: Record<string, unknown>;
+    try {
+      msg = JSON.parse(body) as Record<string, unknown>;
+    } catch {
+      return fail(90001, 'JSON parse error');
+    }
+    if (typeof msg.To_Account !== 'string' || msg.To_Account === '') return fail(90002, 'To_Account is missing or not a string');
+    if (!Number.isInteger(msg.MsgRandom)) return fail(90005, 'MsgRandom is missing or not an integer');
+    if (!Array.isArray(msg.MsgBody)) return fail(90007, 'MsgBody is not an array');
+    const custom = msg.MsgBody.filter((e: { MsgType?: string }) => e?.MsgType === 'TIMCustomElem');
+    if (msg.MsgBody.length !== 1 || custom.length !== 1) return fail(90010, 'expected exactly one TIMCustomElem');
+    const content = (custom[0] as { MsgContent?: Record<string, unknown> }).MsgContent ?? {};
+    for (const field of ['Data', 'Desc', 'Ext', 'Sound']) {
+      if (content[field] !== undefined && typeof content[field] !== 'string') return fail(90010, `MsgContent.${field} must be a string`);
+    }
+    const data = String(content.Data ?? '');
+    const ext = String(content.Ext ?? '');
+    const size = Buffer.byteLength(data) + Buffer.byteLength(ext) + Buffer.byteLength(String(content.Desc ?? ''));
+    if (size > MAX_MESSAGE_BYTES) return fail(80002, 'message is longer than 12 KB');
+
+    const nowMs = this.now();
+    const injected = this.takeInjectedError(msg.To_Account);
+    if (injected) return fail(injected.code, injected.info ?? `injected error ${injected.code}`);
+    if (Math.random() < this.faults.transient_error_rate) return fail(70500, 'internal server error (injected)');
+    if (this.faults.rate_limit_per_second > 0) {
+      this.sendTimes = this.sendTimes.filter((t) => t > nowMs - 1000);
+      if (this.sendTimes.length >= this.faults.rate_limit_per_second) return fail(60007, 'REST API call frequency exceeds limit');
+      this.sendTimes.push(nowMs);
+    }
+    if (this.faults.not_imported.includes(msg.To_Account)) return fail(90012, 'To_Account does not exist or is not imported');
+
+    const second = Math.floor(nowMs / 1000);
+    const inWindow = (this.windowCounts.get(second) ?? 0) + 1;
+    this.windowCounts.set(second, inWindow);
+    this.stats.max_per_second = Math.max(this.stats.max_per_second, inWindow);
+
+    const msgSeq = Number.isInteger(msg.MsgSeq) ? (msg.MsgSeq as number) : 0;
+    const dedupKey = `${this.options.adminIdentifier}|${msgSeq}|${msg.MsgRandom}|${crc32(JSON.stringify(msg.MsgBody))}`;
+    const seen = this.dedup.get(dedupKey);
+    const duplicate = seen !== undefined && nowMs - seen.atMs < DEDUP_WINDOW_MS;
+    const msgKey = duplicate ? seen.msgKey : `${this.options.sdkAppId}_${++this.seq}_${Math.floor(nowMs / 1000)}`;
+    if (!duplicate) this.dedup.set(dedupKey, { msgKey, atMs: nowMs });
+    this.received.push({ toAccount: msg.To_Account, ext, data, msgRandom: msg.MsgRandom as number, msgSeq, msgKey, receivedAtMs: nowMs, duplicate });
+    return { ActionStatus: 'OK', ErrorCode: 0, ErrorInfo: '', MsgTime: Math.floor(nowMs / 1000), MsgKey: msgKey };
+  }
+
+  private takeInjectedError(toAccount: string) {
+    const rule = this.faults.errors.find((e) => e.count > 0 && (!e.to_account || e.to_account === toAccount));
+    if (!rule) return undefined;
+    rule.count--;
+    return rule;
+  }
+}
+
+function readBody(req: http.IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function json(res: http.ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

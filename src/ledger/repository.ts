@@ -1,0 +1,134 @@
+import type { Pool } from 'mysql2/promise';
+import type { ResultSetHeader, RowDataPacket } from 'mysql2';
+import type { LedgerKey, LedgerRow, NewLedgerRow } from './types.ts';
+
+const TABLE = 'notice_delivery_events';
+const KEY_WHERE = 'source_name = ? AND app_code = ? AND source_event_id = ? AND channel = ?';
+const MAX_ERROR_LENGTH = 1024;
+
+function keyParams(key: LedgerKey): string[] {
+  return [key.sourceName, key.appCode, key.sourceEventId, key.channel];
+}
+
+function clip(text: string | null): string | null {
+  return text === null ? null : text.length > MAX_ERROR_LENGTH ? `${text.slice(0, MAX_ERROR_LENGTH - 1)}…` : text;
+}
+
+export type ClaimResult =
+  | { claimed: true; row: LedgerRow }
+  | { claimed: false; row: LedgerRow | null };
+
+/**
+ * The only code that writes `notice_delivery_events`. Every state change is one conditional statement, so the
+ * row's status and lock are the single arbiter between concurrent workers.
+ */
+export class LedgerRepository {
+  constructor(private readonly pool: Pool) {}
+
+  /** Insert-if-absent for a batch, in one statement. Existing rows (any status) are left untouched. */
+  async insertIfAbsent(rows: readonly NewLedgerRow[], nowMs: number): Promise<number> {
+    if (rows.length === 0) return 0;
+    const columns =
+      '(source_name, app_code, source_event_id, channel, event_type, user_id, notice_kind, status, payload, ' +
+      'last_error_code, last_error, attempt_count, source_row_id, source_created_at_ms, created_at_ms, updated_at_ms)';
+    const placeholders = rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)').join(', ');
+    const params = rows.flatMap((r) => [
+      r.sourceName, r.appCode, r.sourceEventId, r.channel, r.eventType, r.userId, r.noticeKind, r.status,
+      r.payload, r.lastErrorCode, clip(r.lastError), r.sourceRowId, r.sourceCreatedAtMs, nowMs, nowMs,
+    ]);
+    // `ON DUPLICATE KEY UPDATE` with a no-op (rather than INSERT IGNORE) keeps real errors such as truncation loud.
+    const [result] = await this.pool.query<ResultSetHeader>(
+      `INSERT INTO ${TABLE} ${columns} VALUES ${placeholders} ON DUPLICATE KEY UPDATE source_name = source_name`,
+      params,
+    );
+    return result.affectedRows;
+  }
+
+  async get(key: LedgerKey): Promise<LedgerRow | null> {
+    const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT * FROM ${TABLE} WHERE ${KEY_WHERE}`, keyParams(key));
+    return rows[0] ? toLedgerRow(rows[0]) : null;
+  }
+
+  /**
+   * Take the row for one send: pending, retryable, or delivering whose lock expired (a crashed worker) or is
+   * our own (a retry of our job after its outcome could not be recorded).
+   */
+  async claim(key: LedgerKey, workerId: string, nowMs: number, lockTtlMs: number): Promise<ClaimResult> {
+    const [result] = await this.pool.query<ResultSetHeader>(
+      `UPDATE ${TABLE}
+          SET status = 'delivering', locked_by = ?, lock_until_ms = ?, claim_count = claim_count + 1, updated_at_ms = ?
+        WHERE ${KEY_WHERE}
+          AND (status IN ('pending', 'retryable')
+               OR (status = 'delivering' AND (lock_until_ms < ? OR locked_by = ?)))`,
+      [workerId, nowMs + lockTtlMs, nowMs, ...keyParams(key), nowMs, workerId],
+    );
+    const row = await this.get(key);
+    return result.affectedRows === 1 && row ? { claimed: true, row } : { claimed: false, row };
+  }
+
+  async recordDelivered(key: LedgerKey, workerId: string, imMsgKey: string, nowMs: number): Promise<boolean> {
+    return this.finishAttempt(key, workerId, nowMs,
+      `status = 'delivered', im_msg_key = ?, delivered_at_ms = ?, next_retry_at_ms = NULL, last_error_code = NULL, last_error = NULL, attempt_count = attempt_count + 1`,
+      [imMsgKey, nowMs]);
+  }
+
+  async recordRetryable(key: LedgerKey, workerId: string, code: string, message: string, nextRetryAtMs: number, nowMs: number): Promise<boolean> {
+    return this.finishAttempt(key, workerId, nowMs,
+      `status = 'retryable', next_retry_at_ms = ?, last_error_code = ?, last_error = ?, attempt_count = attempt_count + 1`,
+      [nextRetryAtMs, code, clip(message)]);
+  }
+
+  async recordFailed(key: LedgerKey, workerId: string, code: string, message: string, nowMs: number): Promise<boolean> {
+    return this.finishAttempt(key, workerId, nowMs,
+      `status = 'failed', next_retry_at_ms = NULL, last_error_code = ?, last_error = ?, attempt_count = attempt_count + 1`,
+      [code, clip(message)]);
+  }
+
+  /** Give the row back without spending an attempt (the provider asked the whole queue to slow down). */
+  async releaseRateLimited(key: LedgerKey, workerId: string, code: string, message: string, nextRetryAtMs: number, nowMs: number): Promise<boolean> {
+    return this.finishAttempt(key, workerId, nowMs,
+      `status = 'retryable', next_retry_at_ms = ?, last_error_code = ?, last_error = ?`,
+      [nextRetryAtMs, code, clip(message)]);
+  }
+
+  private async finishAttempt(key: LedgerKey, workerId: string, nowMs: number, assignments: string, params: unknown[]): Promise<boolean> {
+    const [result] = await this.pool.query<ResultSetHeader>(
+      `UPDATE ${TABLE} SET ${assignments}, locked_by = NULL, lock_until_ms = NULL, updated_at_ms = ?
+        WHERE ${KEY_WHERE} AND status = 'delivering' AND locked_by = ?`,
+      [...params, nowMs, ...keyParams(key), workerId],
+    );
+    return result.affectedRows === 1;
+  }
+}
+
+function num(value: unknown): number | null {
+  if (value === null || value === undefined) return null;
+  return typeof value === 'number' ? value : Number(value);
+}
+
+export function toLedgerRow(r: RowDataPacket): LedgerRow {
+  return {
+    sourceName: r.source_name,
+    appCode: r.app_code,
+    sourceEventId: r.source_event_id,
+    channel: r.channel,
+    eventType: r.event_type,
+    userId: r.user_id,
+    noticeKind: r.notice_kind,
+    status: r.status,
+    attemptCount: Number(r.attempt_count),
+    claimCount: Number(r.claim_count),
+    lockedBy: r.locked_by,
+    lockUntilMs: num(r.lock_until_ms),
+    nextRetryAtMs: num(r.next_retry_at_ms),
+    lastErrorCode: r.last_error_code,
+    lastError: r.last_error,
+    payload: r.payload === null ? null : String(r.payload),
+    imMsgKey: r.im_msg_key,
+    sourceRowId: num(r.source_row_id),
+    sourceCreatedAtMs: num(r.source_created_at_ms),
+    createdAtMs: Number(r.created_at_ms),
+    updatedAtMs: Number(r.updated_at_ms),
+    deliveredAtMs: num(r.delivered_at_ms),
+  };
+}

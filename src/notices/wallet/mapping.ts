@@ -1,0 +1,93 @@
+import type { MappedEvent, OutboxRow } from '../types.ts';
+import { describeZodError, parsePayloadJson, stringifyPayload } from '../payload-json.ts';
+import { MAX_MESSAGE_BYTES, messageBytes } from '../../tencent-im/message.ts';
+import { vipActivatedPayload, walletBalanceChangedPayload } from './payloads.ts';
+
+export const WALLET_NOTICE = 'wallet_notice';
+export const VIP_NOTICE = 'vip_notice';
+
+const NOTICE_KIND_BY_EVENT: Record<string, string> = {
+  WalletBalanceChanged: WALLET_NOTICE,
+  VipActivated: VIP_NOTICE,
+};
+
+/**
+ * wallet_outbox row → the client payload of the seed ("Payload 约定"), field names and order as documented there.
+ * `created_at_ms` is when notice-service recorded the event; `source_created_at_ms` is the outbox row's.
+ */
+export function mapWalletOutboxRow(row: OutboxRow, recordedAtMs: number): MappedEvent {
+  const eventType = typeof row.event_type === 'string' ? row.event_type : '';
+  const noticeKind = NOTICE_KIND_BY_EVENT[eventType];
+  if (!noticeKind) return { kind: 'skip', eventType };
+  const userId = typeof row.user_id === 'string' ? row.user_id.trim() : '';
+  const malformed = (reason: string): MappedEvent => ({ kind: 'malformed', eventType, userId, noticeKind, reason });
+
+  if (userId === '') return malformed('user_id is missing');
+  if (typeof row.event_id !== 'string' || row.event_id === '') return malformed('event_id is missing');
+  if (typeof row.app_code !== 'string' || row.app_code === '') return malformed('app_code is missing');
+  let raw: unknown;
+  try {
+    raw = parsePayloadJson(typeof row.payload === 'string' ? row.payload : String(row.payload ?? ''));
+  } catch (err) {
+    return malformed(`payload is not valid JSON: ${(err as Error).message.slice(0, 200)}`);
+  }
+  const common = {
+    event_type: eventType,
+    event_id: row.event_id,
+    app_code: row.app_code,
+  };
+  const sourceCreatedAtMs = row.created_at_ms === null || row.created_at_ms === undefined ? null : Number(row.created_at_ms);
+  let payload: Record<string, unknown>;
+  if (eventType === 'WalletBalanceChanged') {
+    const parsed = walletBalanceChangedPayload.safeParse(raw);
+    if (!parsed.success) return malformed(`WalletBalanceChanged payload: ${describeZodError(parsed.error)}`);
+    const p = parsed.data;
+    payload = {
+      ...common,
+      transaction_id: p.transaction_id,
+      command_id: p.command_id,
+      user_id: userId,
+      asset_type: p.asset_type,
+      available_delta: p.available_delta,
+      frozen_delta: p.frozen_delta,
+      available_after: p.available_after,
+      frozen_after: p.frozen_after,
+      balance_version: p.balance_version,
+      created_at_ms: recordedAtMs,
+      source_created_at_ms: sourceCreatedAtMs,
+      metadata: p.metadata,
+    };
+  } else {
+    const parsed = vipActivatedPayload.safeParse(raw);
+    if (!parsed.success) return malformed(`VipActivated payload: ${describeZodError(parsed.error)}`);
+    const p = parsed.data;
+    payload = {
+      ...common,
+      transaction_id: p.transaction_id,
+      command_id: p.command_id,
+      user_id: userId,
+      asset_type: 'VIP',
+      source: p.source,
+      action: p.action,
+      previous_level: p.previous_level,
+      level: p.level,
+      vip_name: p.vip_name,
+      started_at_ms: p.started_at_ms,
+      expires_at_ms: p.expires_at_ms,
+      reward_resource_group_id: p.reward_resource_group_id,
+      resource_grant_id: p.resource_grant_id,
+      reward_items: p.reward_items,
+      created_at_ms: recordedAtMs,
+      source_created_at_ms: sourceCreatedAtMs,
+    };
+  }
+  let text: string;
+  try {
+    text = stringifyPayload(payload);
+  } catch (err) {
+    return malformed(`payload cannot be serialised: ${(err as Error).message.slice(0, 200)}`);
+  }
+  const bytes = messageBytes(text, noticeKind);
+  if (bytes > MAX_MESSAGE_BYTES) return malformed(`payload too large for one IM message: ${bytes} bytes > ${MAX_MESSAGE_BYTES}`);
+  return { kind: 'notice', eventType, userId, noticeKind, payload: text };
+}

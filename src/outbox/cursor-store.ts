@@ -1,0 +1,50 @@
+import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import { parseGaps, serializeGaps, type CursorState } from './gap-tracker.ts';
+
+/**
+ * `notice_ingest_cursors`: the position of each outbox source, and a lease so that one ingest process at a time
+ * advances it. Every write is fenced by the lease owner, so a process that lost its lease cannot move the cursor.
+ */
+export class CursorStore {
+  constructor(private readonly pool: Pool) {}
+
+  async acquire(sourceName: string, owner: string, nowMs: number, leaseMs: number): Promise<boolean> {
+    await this.pool.query(
+      `INSERT INTO notice_ingest_cursors (source_name, high_water_id, open_gaps, lease_owner, lease_until_ms, updated_at_ms)
+       VALUES (?, 0, '[]', NULL, 0, ?) ON DUPLICATE KEY UPDATE source_name = source_name`,
+      [sourceName, nowMs],
+    );
+    const [result] = await this.pool.query<ResultSetHeader>(
+      `UPDATE notice_ingest_cursors SET lease_owner = ?, lease_until_ms = ?
+        WHERE source_name = ? AND (lease_owner = ? OR lease_owner IS NULL OR lease_until_ms < ?)`,
+      [owner, nowMs + leaseMs, sourceName, owner, nowMs],
+    );
+    return result.affectedRows === 1;
+  }
+
+  async load(sourceName: string): Promise<CursorState> {
+    const [rows] = await this.pool.query<RowDataPacket[]>(
+      'SELECT high_water_id, open_gaps FROM notice_ingest_cursors WHERE source_name = ?',
+      [sourceName],
+    );
+    const row = rows[0];
+    return row ? { highWaterId: Number(row.high_water_id), gaps: parseGaps(row.open_gaps) } : { highWaterId: 0, gaps: [] };
+  }
+
+  /** Saves the position and renews the lease; false means the lease was lost and nothing was written. */
+  async save(sourceName: string, owner: string, state: CursorState, nowMs: number, leaseMs: number): Promise<boolean> {
+    const [result] = await this.pool.query<ResultSetHeader>(
+      `UPDATE notice_ingest_cursors SET high_water_id = ?, open_gaps = ?, lease_until_ms = ?, updated_at_ms = ?
+        WHERE source_name = ? AND lease_owner = ?`,
+      [state.highWaterId, serializeGaps(state.gaps), nowMs + leaseMs, nowMs, sourceName, owner],
+    );
+    return result.affectedRows === 1;
+  }
+
+  async release(sourceName: string, owner: string): Promise<void> {
+    await this.pool.query(
+      'UPDATE notice_ingest_cursors SET lease_owner = NULL, lease_until_ms = 0 WHERE source_name = ? AND lease_owner = ?',
+      [sourceName, owner],
+    );
+  }
+}

@@ -1,0 +1,208 @@
+import type { Logger } from 'pino';
+import type { LedgerRepository } from '../ledger/repository.ts';
+import { CHANNEL_TENCENT_IM_C2C, type LedgerKey, type NewLedgerRow } from '../ledger/types.ts';
+import type { OutboxWorkerConfig } from '../config/schema.ts';
+import type { OutboxRow } from '../notices/types.ts';
+import { advanceCursor, countGapIds, type CursorState } from './gap-tracker.ts';
+import type { CursorStore } from './cursor-store.ts';
+import type { OutboxReader } from './reader.ts';
+import type { OutboxSource } from './source.ts';
+
+export interface PendingDelivery {
+  key: LedgerKey;
+  eventType: string;
+}
+
+/** Hands pending rows to the transport (BullMQ); must throw if they were not durably enqueued. */
+export type EnqueueDeliveries = (items: readonly PendingDelivery[]) => Promise<void>;
+
+export interface PollerStats {
+  polls: number;
+  rowsRead: number;
+  ingested: number;
+  skipped: number;
+  malformed: number;
+  gapsSkipped: number;
+  errors: number;
+  lastEventAtMs: number | null;
+}
+
+export interface PollResult {
+  leader: boolean;
+  newRows: number;
+  filledGaps: number;
+  /** True when the read hit batch_size: more rows are waiting, poll again at once. */
+  full: boolean;
+}
+
+export interface OutboxPollerDeps {
+  source: OutboxSource;
+  config: OutboxWorkerConfig;
+  reader: OutboxReader;
+  cursors: CursorStore;
+  ledger: LedgerRepository;
+  enqueue: EnqueueDeliveries;
+  owner: string;
+  logger: Logger;
+  now?: () => number;
+}
+
+/**
+ * Moves committed outbox rows into the ledger and onto the queue. The order is what makes it crash-safe:
+ * ledger insert-if-absent, then enqueue, then (only then) the cursor. A crash anywhere repeats work that the
+ * ledger key and the job id make idempotent; nothing is marked read that is not enqueued.
+ */
+export class OutboxPoller {
+  readonly stats: PollerStats = { polls: 0, rowsRead: 0, ingested: 0, skipped: 0, malformed: 0, gapsSkipped: 0, errors: 0, lastEventAtMs: null };
+  private state: CursorState | null = null;
+  private leaseUntilMs = 0;
+  private running = false;
+  private loop: Promise<void> | null = null;
+  private wake: (() => void) | null = null;
+  private readonly now: () => number;
+  private readonly log: Logger;
+
+  constructor(private readonly deps: OutboxPollerDeps) {
+    this.now = deps.now ?? Date.now;
+    this.log = deps.logger.child({ source: deps.source.sourceName });
+  }
+
+  get cursor(): CursorState | null {
+    return this.state;
+  }
+
+  get isRunning(): boolean {
+    return this.running;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+    if (this.state) {
+      await this.deps.cursors.release(this.deps.source.sourceName, this.deps.owner).catch(() => undefined);
+    }
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (this.running) {
+      let delay = this.deps.config.poll_interval;
+      try {
+        const result = await this.pollOnce();
+        failures = 0;
+        if (result.full) delay = 0;
+      } catch (err) {
+        failures++;
+        this.stats.errors++;
+        // MySQL or Redis is unavailable: nothing advanced; wait longer each time, up to 30 s, then retry.
+        delay = Math.min(30_000, this.deps.config.poll_interval * 2 ** Math.min(failures, 6));
+        this.log.warn({ err: describeError(err), retry_in_ms: delay }, 'outbox poll failed; cursor not advanced');
+      }
+      if (delay > 0 && this.running) await this.sleep(delay);
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  async pollOnce(): Promise<PollResult> {
+    const { source, config, reader, cursors, ledger } = this.deps;
+    this.stats.polls++;
+    const startedMs = this.now();
+    if (!(await this.holdLease(startedMs))) return { leader: false, newRows: 0, filledGaps: 0, full: false };
+    const state = this.state!;
+
+    const newRows = await reader.readAfter(state.highWaterId, config.batch_size);
+    const filled = state.gaps.length > 0 ? await reader.readGaps(state.gaps, config.batch_size) : [];
+    const rows = [...filled, ...newRows];
+    this.stats.rowsRead += rows.length;
+
+    const recordedAtMs = this.now();
+    const { ledgerRows, pending } = this.toLedgerRows(rows, recordedAtMs);
+    if (ledgerRows.length > 0) {
+      await ledger.insertIfAbsent(ledgerRows, recordedAtMs);
+      if (pending.length > 0) await this.deps.enqueue(pending);
+      this.stats.lastEventAtMs = recordedAtMs;
+    }
+
+    const { state: next, skipped } = advanceCursor(state, newRows.map((r) => r.id), filled.map((r) => r.id), this.now(), config.gap_grace);
+    for (const [from, to, firstSeenMs] of skipped) {
+      this.stats.gapsSkipped += to - from + 1;
+      this.log.warn({ from_id: from, to_id: to, waited_ms: this.now() - firstSeenMs }, 'outbox id hole never committed within gap_grace; skipping it');
+    }
+    const changed = next.highWaterId !== state.highWaterId || JSON.stringify(next.gaps) !== JSON.stringify(state.gaps);
+    if (changed) {
+      const nowMs = this.now();
+      if (await cursors.save(source.sourceName, this.deps.owner, next, nowMs, config.lock_ttl)) {
+        this.state = next;
+        this.leaseUntilMs = nowMs + config.lock_ttl;
+      } else {
+        this.log.warn('ingest lease lost to another process; standing by');
+        this.state = null;
+      }
+    }
+    return { leader: true, newRows: newRows.length, filledGaps: filled.length, full: newRows.length === config.batch_size };
+  }
+
+  /** Renews the lease only when half of it is used, so a busy poll costs no extra statement. */
+  private async holdLease(nowMs: number): Promise<boolean> {
+    const { source, config, cursors } = this.deps;
+    if (this.state && this.leaseUntilMs - nowMs > config.lock_ttl / 2) return true;
+    const acquired = await cursors.acquire(source.sourceName, this.deps.owner, nowMs, config.lock_ttl);
+    if (!acquired) {
+      this.state = null;
+      return false;
+    }
+    if (!this.state) {
+      this.state = await cursors.load(source.sourceName);
+      this.log.info({ high_water_id: this.state.highWaterId, open_gap_ids: countGapIds(this.state.gaps) }, 'ingest lease acquired');
+    }
+    this.leaseUntilMs = nowMs + config.lock_ttl;
+    return true;
+  }
+
+  private toLedgerRows(rows: readonly OutboxRow[], recordedAtMs: number): { ledgerRows: NewLedgerRow[]; pending: PendingDelivery[] } {
+    const { source } = this.deps;
+    const ledgerRows: NewLedgerRow[] = [];
+    const pending: PendingDelivery[] = [];
+    for (const row of rows) {
+      const identity = source.identify(row);
+      const mapped = source.map(row, recordedAtMs);
+      if (mapped.kind === 'skip') {
+        this.stats.skipped++;
+        continue;
+      }
+      const key: LedgerKey = { sourceName: source.sourceName, appCode: identity.appCode, sourceEventId: identity.sourceEventId, channel: CHANNEL_TENCENT_IM_C2C };
+      const base = { ...key, eventType: mapped.eventType, userId: mapped.userId.slice(0, 64), noticeKind: mapped.noticeKind, sourceRowId: row.id, sourceCreatedAtMs: identity.sourceCreatedAtMs };
+      if (mapped.kind === 'malformed') {
+        this.stats.malformed++;
+        this.log.warn({ event_id: key.sourceEventId, outbox_id: row.id, reason: mapped.reason }, 'malformed outbox row recorded as failed');
+        ledgerRows.push({ ...base, status: 'failed', payload: null, lastErrorCode: 'MALFORMED', lastError: mapped.reason });
+      } else {
+        this.stats.ingested++;
+        ledgerRows.push({ ...base, status: 'pending', payload: mapped.payload, lastErrorCode: null, lastError: null });
+        pending.push({ key, eventType: mapped.eventType });
+      }
+    }
+    return { ledgerRows, pending };
+  }
+}
+
+export function describeError(err: unknown): string {
+  if (err instanceof Error) return `${err.name}: ${err.message}`.slice(0, 500);
+  return String(err).slice(0, 500);
+}

@@ -1,0 +1,35 @@
+import mysql, { type Pool, type PoolOptions } from 'mysql2/promise';
+
+export type { Pool };
+
+/**
+ * One pool per process. JSON columns come back as text (MySQL 8 would otherwise JSON.parse them and round
+ * int64 values); BIGINT columns come back as numbers when safe and as strings when not.
+ */
+export function createMysqlPool(url: string, size: number, extra: Partial<PoolOptions> = {}): Pool {
+  return mysql.createPool({
+    uri: url,
+    connectionLimit: size,
+    maxIdle: size,
+    enableKeepAlive: true,
+    supportBigNumbers: true,
+    bigNumberStrings: false,
+    charset: 'utf8mb4',
+    multipleStatements: false,
+    jsonStrings: true,
+    ...extra,
+  });
+}
+
+/** Connection options of the server without a default database, for CREATE DATABASE at migrate time. */
+export function serverUrlOf(url: string): { serverUrl: string; database: string } {
+  const parsed = new URL(url);
+  const database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
+  parsed.pathname = '/';
+  return { serverUrl: parsed.toString(), database };
+}
+
+export function quoteIdentifier(name: string): string {
+  if (!/^[A-Za-z0-9_]{1,64}$/.test(name)) throw new Error(`refusing unsafe SQL identifier "${name}"`);
+  return `\`${name}\``;
+}
