@@ -59,7 +59,8 @@ export class DeliverRole implements Role {
       // The global limiter is shared by every deliver process: Tencent's quota is per app, not per process.
       ...(rate > 0 ? { limiter: { max: rate, duration: 1000 } } : {}),
       settings: { backoffStrategy: ledgerBackoff(this.config.deliver.retry_base_delay, this.config.deliver.retry_max_delay) },
-      lockDuration: Math.max(30_000, this.config.tencent_im.request_timeout * 3),
+      lockDuration: Math.max(this.config.deliver.job_lock_duration, this.config.tencent_im.request_timeout * 2),
+      stalledInterval: this.config.deliver.job_lock_duration,
       maxStalledCount: 3,
       autorun: false,
     });

@@ -1,19 +1,28 @@
 import type { Logger } from 'pino';
+import type { Queue } from 'bullmq';
 import type { NoticeConfig } from '../config/schema.ts';
-import { createMysqlPool } from '../platform/mysql.ts';
-import { createRedis } from '../platform/redis.ts';
-import { createDeliverQueue } from '../../queues/deliver-queue.ts';
+import { createMysqlPool, type Pool } from '../platform/mysql.ts';
+import { createRedis, type Redis } from '../platform/redis.ts';
+import { createDeliverQueue, type DeliverJobData } from '../../queues/deliver-queue.ts';
 import { IngestRole } from '../../ingest/ingest-role.ts';
 import { DeliverRole } from '../../deliver/deliver-role.ts';
 import { withDeadline, type Role } from './role.ts';
 
 export type RoleName = 'ingest' | 'deliver';
 
-/**
- * Builds the roles, starts them, and stops them on SIGTERM/SIGINT within `shutdown_timeout` — even if a client
- * library hangs, the process exits on time.
- */
-export async function runRoles(config: NoticeConfig, roleNames: RoleName[], logger: Logger): Promise<void> {
+/** The connections and roles of one process, built from config; used by the CLI and by in-process tests. */
+export interface NoticeProcess {
+  pool: Pool;
+  queue: Queue<DeliverJobData>;
+  roles: Role[];
+  ingest?: IngestRole;
+  deliver?: DeliverRole;
+  start(): Promise<void>;
+  /** Stops every role within `shutdown_timeout`, then closes connections. */
+  stop(): Promise<void>;
+}
+
+export function buildProcess(config: NoticeConfig, roleNames: readonly RoleName[], logger: Logger): NoticeProcess {
   const pool = createMysqlPool(config.mysql.url, config.mysql.pool_size);
   const producerRedis = createRedis(config.redis.url, 'producer');
   const workerRedis = createRedis(config.redis.url, 'worker');
@@ -26,17 +35,36 @@ export async function runRoles(config: NoticeConfig, roleNames: RoleName[], logg
     workerRedis.disconnect();
   };
 
-  let roles: Role[];
+  let ingest: IngestRole | undefined;
+  let deliver: DeliverRole | undefined;
   try {
-    roles = roleNames.map((name) => (name === 'ingest' ? new IngestRole(config, pool, queue, logger) : new DeliverRole(config, pool, workerRedis, logger)));
+    if (roleNames.includes('ingest')) ingest = new IngestRole(config, pool, queue, logger);
+    if (roleNames.includes('deliver')) deliver = new DeliverRole(config, pool, workerRedis, logger);
   } catch (err) {
-    await closeConnections();
+    void closeConnections();
     throw err;
   }
-  await warnOnUnsafeRedis(producerRedis, logger);
-  for (const role of roles) await role.start();
-  logger.info({ roles: roles.map((r) => r.name) }, 'notice-service started');
+  const roles: Role[] = [ingest, deliver].filter((r): r is IngestRole | DeliverRole => r !== undefined);
 
+  return {
+    pool, queue, roles, ingest, deliver,
+    async start() {
+      await warnOnUnsafeRedis(producerRedis, logger);
+      for (const role of roles) await role.start();
+      logger.info({ roles: roles.map((r) => r.name) }, 'notice-service started');
+    },
+    async stop() {
+      const deadline = config.shutdown_timeout;
+      await Promise.allSettled(roles.map((r) => withDeadline(r.stop(), deadline, `${r.name} stop`)));
+      await closeConnections();
+    },
+  };
+}
+
+/** CLI entry: run until SIGTERM/SIGINT, then stop within the deadline even if a client library hangs. */
+export async function runRoles(config: NoticeConfig, roleNames: readonly RoleName[], logger: Logger): Promise<void> {
+  const proc = buildProcess(config, roleNames, logger);
+  await proc.start();
   await new Promise<void>((resolve) => {
     const onSignal = (signal: string) => {
       logger.info({ signal }, 'shutting down');
@@ -45,21 +73,18 @@ export async function runRoles(config: NoticeConfig, roleNames: RoleName[], logg
     process.once('SIGTERM', onSignal);
     process.once('SIGINT', onSignal);
   });
-
-  const deadline = config.shutdown_timeout;
   const hardExit = setTimeout(() => {
-    logger.error({ deadline_ms: deadline }, 'shutdown deadline passed; exiting anyway');
+    logger.error({ deadline_ms: config.shutdown_timeout }, 'shutdown deadline passed; exiting anyway');
     process.exit(1);
-  }, deadline);
+  }, config.shutdown_timeout + 1000);
   hardExit.unref();
-  await Promise.allSettled(roles.map((r) => withDeadline(r.stop(), deadline, `${r.name} stop`)));
-  await closeConnections();
+  await proc.stop();
   clearTimeout(hardExit);
   logger.info('notice-service stopped');
 }
 
 /** BullMQ keys evicted under memory pressure corrupt queues; only `noeviction` is safe. */
-async function warnOnUnsafeRedis(redis: ReturnType<typeof createRedis>, logger: Logger): Promise<void> {
+async function warnOnUnsafeRedis(redis: Redis, logger: Logger): Promise<void> {
   try {
     const reply = (await redis.config('GET', 'maxmemory-policy')) as string[];
     const policy = reply[1];

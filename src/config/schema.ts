@@ -49,8 +49,10 @@ export const configSchema = z.strictObject({
       /** First retry delay; later ones grow exponentially with jitter. */
       retry_base_delay: durationMs.default(1000),
       retry_max_delay: durationMs.default(300_000),
+      /** BullMQ job lock; a job whose worker died is noticed as stalled after about this long. */
+      job_lock_duration: durationMs.default(30_000),
     })
-    .default(() => ({ enabled: true, concurrency: 32, retry_base_delay: 1000, retry_max_delay: 300_000 })),
+    .default(() => ({ enabled: true, concurrency: 32, retry_base_delay: 1000, retry_max_delay: 300_000, job_lock_duration: 30_000 })),
   health: z
     .strictObject({ grpc_port: port.default(13009), http_port: port.default(13109) })
     .default(() => ({ grpc_port: 13009, http_port: 13109 })),

@@ -1,0 +1,69 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseConfigText } from '../src/config/load.ts';
+
+const minimal = `
+mysql: { url: "mysql://root@127.0.0.1:3306/hyapp_notice" }
+redis: { url: "redis://127.0.0.1:6379" }
+tencent_im: { enabled: false }
+`;
+
+function problemsOf(text: string, env: NodeJS.ProcessEnv = {}): string[] {
+  try {
+    parseConfigText(text, 'test.yaml', env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).problems;
+  }
+  throw new Error('expected the config to be rejected');
+}
+
+describe('config', () => {
+  it('applies the seed defaults and parses durations', () => {
+    const config = parseConfigText(`${minimal}\nwallet_notice_worker: { enabled: true, poll_interval: 250ms, lock_ttl: 1m }`, 't', {});
+    expect(config.wallet_notice_worker).toMatchObject({ enabled: true, poll_interval: 250, batch_size: 100, lock_ttl: 60_000, max_retry_count: 10 });
+    expect(config.redis.prefix).toBe('{notice}');
+    expect(config.tencent_im.request_timeout).toBe(3000);
+    expect(config.health).toEqual({ grpc_port: 13009, http_port: 13109 });
+    expect(config.room_notice_worker.enabled).toBe(false);
+  });
+
+  it('interpolates ${VAR} and ${VAR:-default}, including numbers', () => {
+    const config = parseConfigText(
+      `mysql: { url: "mysql://\${DB_USER}@db:3306/n" }\nredis: { url: "\${REDIS_URL:-redis://r:6379}" }\ntencent_im: { enabled: true, secret_key: "\${KEY}", sdk_app_id: "\${APP_ID:-1400000009}" }`,
+      't',
+      { DB_USER: 'notice', KEY: 's3cret' },
+    );
+    expect(config.mysql.url).toBe('mysql://notice@db:3306/n');
+    expect(config.redis.url).toBe('redis://r:6379');
+    expect(config.tencent_im.sdk_app_id).toBe(1400000009);
+    expect(config.tencent_im.secret_key).toBe('s3cret');
+  });
+
+  it('names every bad key in one error: unknown keys, wrong types, bad durations, unset variables', () => {
+    const problems = problemsOf(
+      `mysql: { url: "postgres://x" }
+redis: { url: "redis://127.0.0.1:6379", prefix: "notice" }
+tencent_im: { enabled: true, secret_key: "\${TENCENT_IM_SECRET_KEY}", request_timeout: soon }
+wallet_notice_worker: { enabled: "yes", batch_size: 0, pol_interval: 1s }
+surprise: 1`,
+    );
+    const text = problems.join('\n');
+    expect(text).toContain('mysql.url');
+    expect(text).toContain('redis.prefix');
+    expect(text).toContain('tencent_im.secret_key: environment variable TENCENT_IM_SECRET_KEY is not set');
+    expect(text).toContain('tencent_im.request_timeout');
+    expect(text).toContain('wallet_notice_worker.enabled');
+    expect(text).toContain('wallet_notice_worker.batch_size');
+    expect(text).toContain('wallet_notice_worker.pol_interval: unknown key');
+    expect(text).toContain('surprise: unknown key');
+  });
+
+  it('requires mysql and redis, and a secret key when Tencent IM is enabled', () => {
+    expect(problemsOf('tencent_im: { enabled: false }').join('\n')).toMatch(/mysql[\s\S]*redis|redis[\s\S]*mysql/);
+    expect(problemsOf(`${minimal.replace('enabled: false', 'enabled: true')}`)).toContain('tencent_im.secret_key: required when tencent_im.enabled is true');
+  });
+
+  it('reports YAML syntax errors and missing files clearly', () => {
+    expect(problemsOf('mysql: [unclosed')[0]).toMatch(/^YAML syntax/);
+  });
+});

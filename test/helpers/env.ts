@@ -1,0 +1,105 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import mysql, { type Pool } from 'mysql2/promise';
+import { Redis } from 'ioredis';
+import { stringify as toYaml } from 'yaml';
+import { configSchema, type NoticeConfig } from '../../src/config/schema.ts';
+import { runMigrations } from '../../src/db/migrate.ts';
+import { createMysqlPool } from '../../src/platform/mysql.ts';
+import { FakeImServer } from '../../src/fake-im/server.ts';
+
+export const MYSQL_SERVER = process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
+export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const TEST_SECRET = 'test-secret-key-0123456789abcdef';
+
+export interface TestEnv {
+  id: string;
+  config: NoticeConfig;
+  /** The same config as YAML on disk, for spawned processes. */
+  configFile: string;
+  notice: Pool;
+  owner: Pool;
+  fakeIm: FakeImServer;
+  fakeImUrl: string;
+  redis: Redis;
+  close(): Promise<void>;
+}
+
+/**
+ * A private world per test: its own notice/wallet/room databases, its own Redis key prefix, its own fake-im.
+ * Nothing is shared between tests, so files run in parallel against the one MariaDB and Redis.
+ */
+export async function createTestEnv(overrides: Record<string, unknown> = {}): Promise<TestEnv> {
+  const id = `nt${randomBytes(4).toString('hex')}`;
+  const fakeIm = new FakeImServer({ sdkAppId: 1400000001, secretKey: TEST_SECRET, adminIdentifier: 'administrator' });
+  const fakeImUrl = await fakeIm.listen(0);
+  const raw = deepMerge(
+    {
+      mysql: { url: `${MYSQL_SERVER}/${id}_notice`, pool_size: 8 },
+      wallet_database: `${id}_wallet`,
+      room_database: `${id}_room`,
+      redis: { url: REDIS_URL, prefix: `{${id}}` },
+      tencent_im: { enabled: true, base_url: fakeImUrl, sdk_app_id: 1400000001, secret_key: TEST_SECRET, admin_identifier: 'administrator', request_timeout: '2s', rate_limit_per_second: 0 },
+      wallet_notice_worker: { enabled: true, poll_interval: '50ms', batch_size: 100, lock_ttl: '3s', max_retry_count: 3, gap_grace: '5s' },
+      deliver: { concurrency: 8, retry_base_delay: '50ms', retry_max_delay: '400ms', job_lock_duration: '2s' },
+      health: { grpc_port: 0, http_port: 0 },
+      log: { level: process.env.TEST_LOG_LEVEL ?? 'silent' },
+      shutdown_timeout: '5s',
+    },
+    overrides,
+  );
+  const config = configSchema.parse(raw);
+  await runMigrations({ mysqlUrl: config.mysql.url, ownerFixtures: { walletDatabase: config.wallet_database, roomDatabase: config.room_database } });
+  const dir = join(process.cwd(), '.tmp');
+  mkdirSync(dir, { recursive: true });
+  const configFile = join(dir, `${id}.yaml`);
+  writeFileSync(configFile, toYaml(raw));
+  const notice = createMysqlPool(config.mysql.url, 4);
+  const owner = mysql.createPool({ uri: MYSQL_SERVER, connectionLimit: 6, supportBigNumbers: true, bigNumberStrings: true });
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 2 });
+  return {
+    id, config, configFile, notice, owner, fakeIm, fakeImUrl, redis,
+    async close() {
+      await fakeIm.close();
+      await notice.end();
+      for (const db of [`${id}_notice`, `${id}_wallet`, `${id}_room`]) await owner.query(`DROP DATABASE IF EXISTS \`${db}\``);
+      await owner.end();
+      await deleteKeys(redis, `{${id}}*`);
+      redis.disconnect();
+    },
+  };
+}
+
+async function deleteKeys(redis: Redis, pattern: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) await redis.del(...keys);
+  } while (cursor !== '0');
+}
+
+function deepMerge(base: Record<string, unknown>, extra: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(extra)) {
+    const current = out[key];
+    out[key] = isPlainObject(current) && isPlainObject(value) ? deepMerge(current, value) : value;
+  }
+  return out;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+export async function waitFor<T>(probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 20_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: T = await probe();
+  while (!accept(last)) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last value: ${JSON.stringify(last)?.slice(0, 500)}`);
+    await new Promise((r) => setTimeout(r, 50));
+    last = await probe();
+  }
+  return last;
+}

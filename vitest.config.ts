@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    pool: 'forks',
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    // Each test file gets its own databases and Redis prefix, so files run in parallel safely.
+    fileParallelism: true,
+    maxWorkers: 3,
+  },
+});
