@@ -6,6 +6,8 @@ import { RoleConfigError } from '../app/role.ts';
 import { runRoles, type RoleName } from '../app/run-roles.ts';
 import { runMigrations } from '../db/migrate.ts';
 import { FakeImServer } from '../fake-im/server.ts';
+import { createMysqlPool } from '../platform/mysql.ts';
+import { writeDemoWalletRows } from '../demo/wallet-demo.ts';
 
 const program = new Command('notice-service')
   .description('Outbox facts → Tencent IM C2C notices, with a MySQL delivery ledger')
@@ -76,6 +78,35 @@ program
       process.once('SIGINT', () => resolve());
     });
     await server.close();
+  });
+
+program
+  .command('demo')
+  .description('dev/demo only: keep writing realistic wallet_outbox rows, playing the owner service')
+  .addOption(configOption())
+  .option('--rate <n>', 'rows per second', '5')
+  .option('--total <n>', 'stop after this many rows (0 = run until stopped)', '0')
+  .action(async (opts: { config?: string; rate: string; total: string }) => {
+    const config = loadConfig(opts.config);
+    const logger = createLogger(config.log.level, { role: 'demo' });
+    const rate = Math.max(1, Number(opts.rate) || 5);
+    const total = Math.max(0, Number(opts.total) || 0);
+    const pool = createMysqlPool(config.mysql.url, 2);
+    let written = 0;
+    let stopping = false;
+    process.once('SIGTERM', () => (stopping = true));
+    process.once('SIGINT', () => (stopping = true));
+    while (!stopping && (total === 0 || written < total)) {
+      const batch = total === 0 ? rate : Math.min(rate, total - written);
+      try {
+        written += await writeDemoWalletRows(pool, config.wallet_database, batch);
+        logger.info({ written }, 'demo rows committed to wallet_outbox');
+      } catch (err) {
+        logger.warn({ err: (err as Error).message }, 'demo write failed; retrying');
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    await pool.end();
   });
 
 process.on('unhandledRejection', (reason) => {

@@ -1,0 +1,97 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
+import { balanceChanged, insertWalletRows, ledgerStatusCounts } from './helpers/outbox.ts';
+import { startPipeline } from './helpers/pipeline.ts';
+import type { NoticeProcess } from '../src/app/run-roles.ts';
+
+let env: TestEnv;
+let proc: NoticeProcess | undefined;
+
+afterEach(async () => {
+  await proc?.stop();
+  proc = undefined;
+  await env?.close();
+});
+
+describe('gap-safe outbox cursor', () => {
+  it('does not lose a lower id that commits after higher ids were read', async () => {
+    env = await createTestEnv({ wallet_notice_worker: { gap_grace: '30s' } });
+    const slow = await env.owner.getConnection();
+    try {
+      // Transaction A takes id 1 and stays open; B commits ids 2..4 meanwhile.
+      await slow.beginTransaction();
+      await insertWalletRows(slow, env.config.wallet_database, [balanceChanged(1)]);
+      await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(2), balanceChanged(3), balanceChanged(4)]);
+      proc = await startPipeline(env.config);
+      await waitFor(async () => env.fakeIm.delivered().length, (n) => n === 3);
+      const poller = proc.ingest!.pollers[0]!;
+      expect(poller.cursor).toMatchObject({ highWaterId: 4 });
+      expect(poller.cursor!.gaps.map(([from, to]) => [from, to])).toEqual([[1, 1]]);
+      // The hole is persisted, so another ingest process taking over would wait for it too.
+      const [cursorRows] = await env.notice.query<any[]>('SELECT high_water_id, open_gaps FROM notice_ingest_cursors');
+      expect(cursorRows[0].high_water_id).toBe(4);
+      expect(JSON.parse(cursorRows[0].open_gaps)[0].slice(0, 2)).toEqual([1, 1]);
+
+      await slow.commit();
+      await waitFor(async () => env.fakeIm.delivered().length, (n) => n === 4, 10_000, 'the late row');
+      expect(env.fakeIm.delivered().map((m) => JSON.parse(m.data).transaction_id).sort()).toEqual(['tx_1', 'tx_2', 'tx_3', 'tx_4']);
+      await waitFor(async () => poller.cursor?.gaps.length, (n) => n === 0);
+    } finally {
+      slow.release();
+    }
+  });
+
+  it('skips a rolled-back hole only after gap_grace, and keeps going meanwhile', async () => {
+    env = await createTestEnv({ wallet_notice_worker: { gap_grace: '1500ms' } });
+    const doomed = await env.owner.getConnection();
+    try {
+      await doomed.beginTransaction();
+      await insertWalletRows(doomed, env.config.wallet_database, [balanceChanged(1)]);
+      await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(2)]);
+      await doomed.rollback();
+      proc = await startPipeline(env.config);
+      const poller = proc.ingest!.pollers[0]!;
+      await waitFor(async () => env.fakeIm.delivered().length, (n) => n === 1);
+      expect(poller.cursor!.gaps).toHaveLength(1);
+      await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(3)]);
+      await waitFor(async () => env.fakeIm.delivered().length, (n) => n === 2);
+      await waitFor(async () => poller.stats.gapsSkipped, (n) => n === 1, 5000, 'hole skipped after grace');
+      expect(poller.cursor!.gaps).toEqual([]);
+    } finally {
+      doomed.release();
+    }
+  });
+
+  it('under concurrent writers committing in random order with rollbacks, every committed row is delivered once', async () => {
+    env = await createTestEnv({ wallet_notice_worker: { gap_grace: '20s', batch_size: 50 } });
+    proc = await startPipeline(env.config);
+    let n = 0;
+    const committed: string[] = [];
+    const writer = async (w: number) => {
+      const conn = await env.owner.getConnection();
+      try {
+        for (let i = 0; i < 25; i++) {
+          const rows = [balanceChanged(++n), balanceChanged(++n)];
+          await conn.beginTransaction();
+          await insertWalletRows(conn, env.config.wallet_database, rows);
+          await new Promise((r) => setTimeout(r, Math.random() * 30));
+          if ((i + w) % 7 === 0) {
+            await conn.rollback();
+          } else {
+            await conn.commit();
+            committed.push(...rows.map((r) => r.event_id!));
+          }
+        }
+      } finally {
+        conn.release();
+      }
+    };
+    await Promise.all([writer(0), writer(1), writer(2), writer(3)]);
+    await waitFor(async () => env.fakeIm.delivered().length, (c) => c >= committed.length, 20_000, `${committed.length} deliveries`);
+    await new Promise((r) => setTimeout(r, 300));
+    const delivered = env.fakeIm.delivered().map((m) => JSON.parse(m.data).event_id as string);
+    expect(delivered.sort()).toEqual([...committed].sort());
+    expect(env.fakeIm.messages().length).toBe(committed.length);
+    expect((await ledgerStatusCounts(env.notice)).delivered).toBe(committed.length);
+  });
+});
