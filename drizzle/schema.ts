@@ -2,7 +2,10 @@
  * notice-service's own tables. These are the only tables it writes; owner outboxes are read-only to it.
  * SQL is generated from this file by drizzle-kit (`npm run db:generate`) into drizzle/migrations/.
  */
-import { bigint, index, int, mediumtext, mysqlTable, primaryKey, varchar } from 'drizzle-orm/mysql-core';
+import { bigint, customType, index, int, mediumtext, mysqlTable, primaryKey, uniqueIndex, varchar } from 'drizzle-orm/mysql-core';
+
+/** Raw message bytes, which need not be valid UTF-8. */
+const mediumblob = customType<{ data: Buffer }>({ dataType: () => 'mediumblob' });
 
 /** The delivery ledger: one row per (source event, channel). Its primary key is the dedup boundary. */
 export const noticeDeliveryEvents = mysqlTable(
@@ -60,3 +63,24 @@ export const noticeIngestCursors = mysqlTable('notice_ingest_cursors', {
   leaseUntilMs: bigint('lease_until_ms', { mode: 'number' }).notNull().default(0),
   updatedAtMs: bigint('updated_at_ms', { mode: 'number' }).notNull(),
 });
+
+/**
+ * MQ messages that could not be turned into a ledger row: poison (not JSON, missing fields) or still failing after
+ * `consumer_max_reconsume_times` deliveries. Kept so that acking them loses nothing an operator cannot see.
+ */
+export const noticeRejectedMessages = mysqlTable(
+  'notice_rejected_messages',
+  {
+    id: bigint('id', { mode: 'number', unsigned: true }).autoincrement().primaryKey(),
+    sourceName: varchar('source_name', { length: 64 }).notNull(),
+    messageId: varchar('message_id', { length: 128 }).notNull(),
+    topic: varchar('topic', { length: 255 }).notNull(),
+    tag: varchar('tag', { length: 255 }),
+    messageKeys: varchar('message_keys', { length: 512 }),
+    deliveryAttempt: int('delivery_attempt').notNull(),
+    rawBody: mediumblob('raw_body'),
+    reason: varchar('reason', { length: 1024 }).notNull(),
+    createdAtMs: bigint('created_at_ms', { mode: 'number' }).notNull(),
+  },
+  (t) => [uniqueIndex('uk_nrm_source_message').on(t.sourceName, t.messageId), index('idx_nrm_created').on(t.createdAtMs)],
+);

@@ -1,56 +1,85 @@
 import type { Pool } from 'mysql2/promise';
 import type { Logger } from 'pino';
 import type { Queue } from 'bullmq';
-import type { NoticeConfig } from '../src/config/schema.ts';
+import { PROXY_MAX_AWAIT_MS, PROXY_MIN_INVISIBLE_MS, type NoticeConfig } from '../src/config/schema.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
 import { CursorStore } from '../src/outbox/cursor-store.ts';
 import { OutboxPoller } from '../src/outbox/poller.ts';
 import { OutboxReader } from '../src/outbox/reader.ts';
-import { outboxNoticeModules } from '../src/notices/registry.ts';
+import { FactRecorder } from '../src/intake/fact-recorder.ts';
+import { RejectStore } from '../src/intake/reject-store.ts';
+import { MqConsumerLoop } from '../src/rocketmq/consumer-loop.ts';
+import { RocketMqReceiver } from '../src/rocketmq/receiver.ts';
+import { mqNoticeModules, outboxNoticeModules } from '../src/notices/registry.ts';
 import { RoleConfigError, type Role } from '../src/app/role.ts';
 import { newWorkerId } from '../src/app/worker-id.ts';
 import { enqueueDeliveries, type DeliverJobData } from '../queues/deliver-queue.ts';
 
-/** Ingest: one poller per enabled outbox source, all writing the ledger and the deliver queue. */
+/** Whether the config enables any ingest entry (an outbox poller or an MQ subscription). */
+export function ingestEnabled(config: NoticeConfig): boolean {
+  return outboxNoticeModules(config).some((m) => m.worker.enabled) || (config.rocketmq.enabled && mqNoticeModules(config).some((m) => m.subscription.enabled));
+}
+
+/** Ingest: one poller per enabled outbox source and one consumer per enabled MQ subscription, all writing the ledger and the deliver queue. */
 export class IngestRole implements Role {
   readonly name = 'ingest';
   readonly pollers: OutboxPoller[];
+  readonly consumers: MqConsumerLoop[];
   private running = false;
 
   constructor(config: NoticeConfig, pool: Pool, queue: Queue<DeliverJobData>, logger: Logger) {
+    if (!ingestEnabled(config)) {
+      throw new RoleConfigError('ingest has no source enabled: set wallet_notice_worker.enabled, room_notice_worker.enabled, or rocketmq.enabled with rocketmq.room_outbox.enabled');
+    }
     const ledger = new LedgerRepository(pool);
     const cursors = new CursorStore(pool);
     const owner = newWorkerId('ingest');
-    const enabled = outboxNoticeModules(config).filter((m) => m.worker.enabled);
-    if (enabled.length === 0) {
-      throw new RoleConfigError('ingest has no source enabled: set wallet_notice_worker.enabled (or room_notice_worker.enabled) to true');
-    }
-    this.pollers = enabled.map(
-      (m) =>
-        new OutboxPoller({
-          source: m.source,
-          config: m.worker,
-          reader: new OutboxReader(pool, m.source),
-          cursors,
-          ledger,
-          owner,
+    const recorderFor = (maxRetryCount: number) =>
+      new FactRecorder(ledger, (items) => enqueueDeliveries(queue, items.map((i) => ({ ...i, maxRetryCount }))), logger);
+
+    this.pollers = outboxNoticeModules(config)
+      .filter((m) => m.worker.enabled)
+      .map((m) => new OutboxPoller({ source: m.source, config: m.worker, reader: new OutboxReader(pool, m.source), cursors, recorder: recorderFor(m.worker.max_retry_count), owner, logger }));
+
+    const mq = config.rocketmq;
+    const rejects = new RejectStore(pool);
+    this.consumers = (mq.enabled ? mqNoticeModules(config) : [])
+      .filter((m) => m.subscription.enabled)
+      .map((m) => {
+        const sub = m.subscription;
+        if (sub.invisible_duration < PROXY_MIN_INVISIBLE_MS || sub.await_duration > PROXY_MAX_AWAIT_MS) {
+          logger.warn({ key: m.configKey, invisible_duration_ms: sub.invisible_duration, await_duration_ms: sub.await_duration }, 'a real RocketMQ proxy rejects invisible_duration < 10s and caps await_duration at 20s');
+        }
+        return new MqConsumerLoop({
+          sourceName: m.sourceName,
+          createReceiver: () =>
+            new RocketMqReceiver(
+              { endpoints: mq.endpoints, namespace: mq.namespace, accessKey: mq.access_key, secretKey: mq.secret_key, ssl: mq.ssl, requestTimeoutMs: mq.request_timeout, startupTimeoutMs: mq.startup_timeout, topic: sub.topic, consumerGroup: sub.consumer_group, awaitDurationMs: sub.await_duration },
+              logger,
+            ),
+          parse: m.parse,
+          recorder: recorderFor(m.maxRetryCount),
+          rejects,
+          batchSize: sub.receive_batch_size,
+          invisibleMs: sub.invisible_duration,
+          maxReconsumeTimes: sub.consumer_max_reconsume_times,
           logger,
-          enqueue: (items) => enqueueDeliveries(queue, items.map((i) => ({ ...i, maxRetryCount: m.worker.max_retry_count }))),
-        }),
-    );
+        });
+      });
   }
 
   async start(): Promise<void> {
     for (const poller of this.pollers) poller.start();
+    for (const consumer of this.consumers) consumer.start();
     this.running = true;
   }
 
   async stop(): Promise<void> {
     this.running = false;
-    await Promise.all(this.pollers.map((p) => p.stop()));
+    await Promise.all([...this.pollers.map((p) => p.stop()), ...this.consumers.map((c) => c.stop())]);
   }
 
   isRunning(): boolean {
-    return this.running && this.pollers.every((p) => p.isRunning);
+    return this.running && this.pollers.every((p) => p.isRunning) && this.consumers.every((c) => c.isRunning);
   }
 }

@@ -8,6 +8,7 @@ import { runMigrations } from '../db/migrate.ts';
 import { FakeImServer } from '../fake-im/server.ts';
 import { createMysqlPool } from '../platform/mysql.ts';
 import { writeDemoWalletRows } from '../demo/wallet-demo.ts';
+import { ingestEnabled } from '../../ingest/ingest-role.ts';
 
 const program = new Command('notice-service')
   .description('Outbox facts → Tencent IM C2C notices, with a MySQL delivery ledger')
@@ -53,9 +54,9 @@ for (const [name, roles, description] of [
 
 function rolesEnabledIn(config: NoticeConfig): RoleName[] {
   const roles: RoleName[] = [];
-  if (config.wallet_notice_worker.enabled || config.room_notice_worker.enabled) roles.push('ingest');
+  if (ingestEnabled(config)) roles.push('ingest');
   if (config.deliver.enabled) roles.push('deliver');
-  if (roles.length === 0) throw new RoleConfigError('nothing to run: no outbox worker is enabled and deliver.enabled is false');
+  if (roles.length === 0) throw new RoleConfigError('nothing to run: no ingest source is enabled and deliver.enabled is false');
   return roles;
 }
 

@@ -59,5 +59,14 @@ function crossFieldProblems(config: NoticeConfig): string[] {
   if (config.tencent_im.enabled && config.tencent_im.secret_key === '') {
     problems.push('tencent_im.secret_key: required when tencent_im.enabled is true');
   }
+  if (config.rocketmq.name_servers !== undefined) {
+    problems.push('rocketmq.name_servers: the RocketMQ 5 client talks to the proxy, not namesrv; set rocketmq.endpoints to the proxy gRPC address (port 8081)');
+  }
+  if (config.rocketmq.request_timeout < 1000) {
+    problems.push('rocketmq.request_timeout: the client requires at least 1s');
+  }
+  if (Boolean(config.rocketmq.access_key) !== Boolean(config.rocketmq.secret_key)) {
+    problems.push('rocketmq.access_key/secret_key: set both or neither');
+  }
   return problems;
 }

@@ -15,6 +15,50 @@ const outboxWorker = z.strictObject({
   gap_grace: durationMs.default(60_000),
 });
 
+/** Tencent IM REST API (sendmsg) settings. */
+const tencentIm = z.strictObject({
+  enabled: z.boolean().default(false),
+  base_url: z.url().default('https://console.tim.qq.com'),
+  sdk_app_id: z.number().int().positive().default(1400000000),
+  secret_key: z.string().default(''),
+  admin_identifier: z.string().min(1).default('administrator'),
+  request_timeout: durationMs.default(3000),
+  rate_limit_per_second: z.number().int().min(0).default(200),
+  /** Lifetime of the cached admin UserSig; it is re-minted well before it runs out. */
+  usersig_ttl: durationMs.default(24 * 3600 * 1000),
+  /** Offline storage time of a notice (MsgLifeTime); Tencent caps it at 7 days. */
+  msg_lifetime: durationMs.default(7 * 24 * 3600 * 1000),
+});
+
+/** RocketMQ 5 proxy (gRPC) consumer settings. Defaults are values the real proxy accepts. */
+const rocketmq = z.strictObject({
+  enabled: z.boolean().default(false),
+  /** The proxy's gRPC address (port 8081), `host:port` or `a:8081;b:8081`; never namesrv 9876. */
+  endpoints: z.string().default('127.0.0.1:8081'),
+  name_servers: z.unknown().optional(),
+  namespace: z.string().default(''),
+  access_key: z.string().default(''),
+  secret_key: z.string().default(''),
+  ssl: z.boolean().default(false),
+  request_timeout: durationMs.default(3000),
+  /** Bound on the client's startup() and shutdown(), which have no timeout of their own. */
+  startup_timeout: durationMs.default(15_000),
+  room_outbox: z
+    .strictObject({
+      enabled: z.boolean().default(false),
+      topic: z.string().min(1).default('hyapp_room_outbox'),
+      consumer_group: z.string().regex(/^[%A-Za-z0-9_-]{1,255}$/, 'letters, digits, _ - % only').default('hyapp-notice-room-outbox'),
+      /** Deliveries after which a message that still fails is recorded as rejected and acked. */
+      consumer_max_reconsume_times: z.number().int().min(1).max(1000).default(16),
+      receive_batch_size: z.number().int().min(1).max(32).default(16),
+      /** How long a received message stays hidden; the real proxy rejects < 10s. Also the redelivery delay. */
+      invisible_duration: durationMs.default(30_000),
+      /** Long-poll wait per receive; the real proxy caps it at 20s. */
+      await_duration: durationMs.default(20_000),
+    })
+    .default(() => ({ enabled: false, topic: 'hyapp_room_outbox', consumer_group: 'hyapp-notice-room-outbox', consumer_max_reconsume_times: 16, receive_batch_size: 16, invisible_duration: 30_000, await_duration: 20_000 })),
+});
+
 export const configSchema = z.strictObject({
   mysql: z.strictObject({
     url: z.string().regex(/^mysql:\/\//, 'must be a mysql:// URL'),
@@ -27,21 +71,10 @@ export const configSchema = z.strictObject({
     // A hash tag keeps every key of a queue in one Redis Cluster slot.
     prefix: z.string().regex(/^\{[^{}]+\}$/, 'must be a Redis Cluster hash tag such as "{notice}"').default('{notice}'),
   }),
-  tencent_im: z.strictObject({
-    enabled: z.boolean().default(false),
-    base_url: z.url().default('https://console.tim.qq.com'),
-    sdk_app_id: z.number().int().positive().default(1400000000),
-    secret_key: z.string().default(''),
-    admin_identifier: z.string().min(1).default('administrator'),
-    request_timeout: durationMs.default(3000),
-    rate_limit_per_second: z.number().int().min(0).default(200),
-    /** Lifetime of the cached admin UserSig; it is re-minted well before it runs out. */
-    usersig_ttl: durationMs.default(24 * 3600 * 1000),
-    /** Offline storage time of a notice (MsgLifeTime); Tencent caps it at 7 days. */
-    msg_lifetime: durationMs.default(7 * 24 * 3600 * 1000),
-  }),
+  tencent_im: tencentIm.default(() => tencentIm.parse({})),
   wallet_notice_worker: outboxWorker.default(() => outboxWorker.parse({})),
   room_notice_worker: outboxWorker.default(() => outboxWorker.parse({})),
+  rocketmq: rocketmq.default(() => rocketmq.parse({})),
   deliver: z
     .strictObject({
       enabled: z.boolean().default(true),
@@ -64,3 +97,8 @@ export const configSchema = z.strictObject({
 
 export type NoticeConfig = z.infer<typeof configSchema>;
 export type OutboxWorkerConfig = z.infer<typeof outboxWorker>;
+export type RocketMqConfig = z.infer<typeof rocketmq>;
+
+/** Limits of the real RocketMQ 5 proxy (ReceiveMessageActivity / ProxyConfig). */
+export const PROXY_MIN_INVISIBLE_MS = 10_000;
+export const PROXY_MAX_AWAIT_MS = 20_000;

@@ -1,6 +1,10 @@
 import type { NoticeConfig, OutboxWorkerConfig } from '../config/schema.ts';
 import type { OutboxSource } from '../outbox/source.ts';
 import { walletOutboxSource } from './wallet/source.ts';
+import { roomOutboxSource } from './room/source.ts';
+import { ROOM_SOURCE_NAME } from './room/mapping.ts';
+import { parseRoomMqMessage } from './room/mq-message.ts';
+import type { ParsedMessage } from '../rocketmq/consumer-loop.ts';
 
 /**
  * Every outbox-fed notice module, in one list. A new notice type is a new folder under src/notices/ and one
@@ -15,10 +19,26 @@ export interface OutboxNoticeModule {
 export function outboxNoticeModules(config: NoticeConfig): OutboxNoticeModule[] {
   return [
     { source: walletOutboxSource(config.wallet_database), worker: config.wallet_notice_worker, workerKey: 'wallet_notice_worker' },
+    { source: roomOutboxSource(config.room_database), worker: config.room_notice_worker, workerKey: 'room_notice_worker' },
   ];
 }
 
 /** Per-source delivery policy (lock TTL, retry budget) looked up by the ledger's source_name. */
 export function sourcePolicies(config: NoticeConfig): Map<string, { lockTtlMs: number; maxRetryCount: number }> {
   return new Map(outboxNoticeModules(config).map((m) => [m.source.sourceName, { lockTtlMs: m.worker.lock_ttl, maxRetryCount: m.worker.max_retry_count }]));
+}
+
+/** MQ-fed notice modules: a topic subscription whose messages map to the same ledger facts as an outbox source. */
+export interface MqNoticeModule {
+  sourceName: string;
+  subscription: NoticeConfig['rocketmq']['room_outbox'];
+  configKey: string;
+  parse: (body: Buffer, recordedAtMs: number) => ParsedMessage;
+  maxRetryCount: number;
+}
+
+export function mqNoticeModules(config: NoticeConfig): MqNoticeModule[] {
+  return [
+    { sourceName: ROOM_SOURCE_NAME, subscription: config.rocketmq.room_outbox, configKey: 'rocketmq.room_outbox', parse: parseRoomMqMessage, maxRetryCount: config.room_notice_worker.max_retry_count },
+  ];
 }

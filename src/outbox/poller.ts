@@ -1,20 +1,11 @@
 import type { Logger } from 'pino';
-import type { LedgerRepository } from '../ledger/repository.ts';
-import { CHANNEL_TENCENT_IM_C2C, type LedgerKey, type NewLedgerRow } from '../ledger/types.ts';
+import { CHANNEL_TENCENT_IM_C2C } from '../ledger/types.ts';
 import type { OutboxWorkerConfig } from '../config/schema.ts';
-import type { OutboxRow } from '../notices/types.ts';
+import type { FactRecorder, SourceFact } from '../intake/fact-recorder.ts';
 import { advanceCursor, countGapIds, type CursorState } from './gap-tracker.ts';
 import type { CursorStore } from './cursor-store.ts';
 import type { OutboxReader } from './reader.ts';
 import type { OutboxSource } from './source.ts';
-
-export interface PendingDelivery {
-  key: LedgerKey;
-  eventType: string;
-}
-
-/** Hands pending rows to the transport (BullMQ); must throw if they were not durably enqueued. */
-export type EnqueueDeliveries = (items: readonly PendingDelivery[]) => Promise<void>;
 
 export interface PollerStats {
   polls: number;
@@ -40,8 +31,7 @@ export interface OutboxPollerDeps {
   config: OutboxWorkerConfig;
   reader: OutboxReader;
   cursors: CursorStore;
-  ledger: LedgerRepository;
-  enqueue: EnqueueDeliveries;
+  recorder: FactRecorder;
   owner: string;
   logger: Logger;
   now?: () => number;
@@ -49,8 +39,8 @@ export interface OutboxPollerDeps {
 
 /**
  * Moves committed outbox rows into the ledger and onto the queue. The order is what makes it crash-safe:
- * ledger insert-if-absent, then enqueue, then (only then) the cursor. A crash anywhere repeats work that the
- * ledger key and the job id make idempotent; nothing is marked read that is not enqueued.
+ * record (ledger insert-if-absent, then enqueue), then (only then) the cursor. A crash anywhere repeats work that
+ * the ledger key and the job id make idempotent; nothing is marked read that is not enqueued.
  */
 export class OutboxPoller {
   readonly stats: PollerStats = { polls: 0, rowsRead: 0, ingested: 0, skipped: 0, malformed: 0, gapsSkipped: 0, errors: 0, lastEventAtMs: null };
@@ -120,7 +110,7 @@ export class OutboxPoller {
   }
 
   async pollOnce(): Promise<PollResult> {
-    const { source, config, reader, cursors, ledger } = this.deps;
+    const { source, config, reader, cursors, recorder } = this.deps;
     this.stats.polls++;
     const startedMs = this.now();
     if (!(await this.holdLease(startedMs))) return { leader: false, newRows: 0, filledGaps: 0, full: false };
@@ -131,11 +121,21 @@ export class OutboxPoller {
     const rows = [...filled, ...newRows];
     this.stats.rowsRead += rows.length;
 
-    const recordedAtMs = this.now();
-    const { ledgerRows, pending } = this.toLedgerRows(rows, recordedAtMs);
-    if (ledgerRows.length > 0) {
-      await ledger.insertIfAbsent(ledgerRows, recordedAtMs);
-      if (pending.length > 0) await this.deps.enqueue(pending);
+    if (rows.length > 0) {
+      const recordedAtMs = this.now();
+      const facts: SourceFact[] = rows.map((row) => {
+        const identity = source.identify(row);
+        return {
+          key: { sourceName: source.sourceName, appCode: identity.appCode, sourceEventId: identity.sourceEventId, channel: CHANNEL_TENCENT_IM_C2C },
+          mapped: source.map(row, recordedAtMs),
+          sourceRowId: row.id,
+          sourceCreatedAtMs: identity.sourceCreatedAtMs,
+        };
+      });
+      const counts = await recorder.record(facts);
+      this.stats.ingested += counts.ingested;
+      this.stats.skipped += counts.skipped;
+      this.stats.malformed += counts.malformed;
       this.stats.lastEventAtMs = recordedAtMs;
     }
 
@@ -173,32 +173,6 @@ export class OutboxPoller {
     }
     this.leaseUntilMs = nowMs + config.lock_ttl;
     return true;
-  }
-
-  private toLedgerRows(rows: readonly OutboxRow[], recordedAtMs: number): { ledgerRows: NewLedgerRow[]; pending: PendingDelivery[] } {
-    const { source } = this.deps;
-    const ledgerRows: NewLedgerRow[] = [];
-    const pending: PendingDelivery[] = [];
-    for (const row of rows) {
-      const identity = source.identify(row);
-      const mapped = source.map(row, recordedAtMs);
-      if (mapped.kind === 'skip') {
-        this.stats.skipped++;
-        continue;
-      }
-      const key: LedgerKey = { sourceName: source.sourceName, appCode: identity.appCode, sourceEventId: identity.sourceEventId, channel: CHANNEL_TENCENT_IM_C2C };
-      const base = { ...key, eventType: mapped.eventType, userId: mapped.userId.slice(0, 64), noticeKind: mapped.noticeKind, sourceRowId: row.id, sourceCreatedAtMs: identity.sourceCreatedAtMs };
-      if (mapped.kind === 'malformed') {
-        this.stats.malformed++;
-        this.log.warn({ event_id: key.sourceEventId, outbox_id: row.id, reason: mapped.reason }, 'malformed outbox row recorded as failed');
-        ledgerRows.push({ ...base, status: 'failed', payload: null, lastErrorCode: 'MALFORMED', lastError: mapped.reason });
-      } else {
-        this.stats.ingested++;
-        ledgerRows.push({ ...base, status: 'pending', payload: mapped.payload, lastErrorCode: null, lastError: null });
-        pending.push({ key, eventType: mapped.eventType });
-      }
-    }
-    return { ledgerRows, pending };
   }
 }
 

@@ -30,13 +30,13 @@ export interface TestEnv {
  * A private world per test: its own notice/wallet/room databases, its own Redis key prefix, its own fake-im.
  * Nothing is shared between tests, so files run in parallel against the one MariaDB and Redis.
  */
-export async function createTestEnv(overrides: Record<string, unknown> = {}): Promise<TestEnv> {
+export async function createTestEnv(overrides: Record<string, unknown> = {}, options: { mysqlServerForService?: string } = {}): Promise<TestEnv> {
   const id = `nt${randomBytes(4).toString('hex')}`;
   const fakeIm = new FakeImServer({ sdkAppId: 1400000001, secretKey: TEST_SECRET, adminIdentifier: 'administrator' });
   const fakeImUrl = await fakeIm.listen(0);
   const raw = deepMerge(
     {
-      mysql: { url: `${MYSQL_SERVER}/${id}_notice`, pool_size: 8 },
+      mysql: { url: `${options.mysqlServerForService ?? MYSQL_SERVER}/${id}_notice`, pool_size: 8 },
       wallet_database: `${id}_wallet`,
       room_database: `${id}_room`,
       redis: { url: REDIS_URL, prefix: `{${id}}` },

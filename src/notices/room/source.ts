@@ -1,0 +1,35 @@
+import { identifyOutboxRow, type OutboxSource } from '../../outbox/source.ts';
+import type { MappedEvent, OutboxRow } from '../types.ts';
+import { describeZodError } from '../payload-json.ts';
+import { mapRoomFact, ROOM_NOTICE, ROOM_SOURCE_NAME } from './mapping.ts';
+import { roomFactEnvelope } from './payloads.ts';
+
+/** `{room_database}.room_outbox`, owned by room-service; read-only here (its `status` column included). */
+export function roomOutboxSource(roomDatabase: string): OutboxSource {
+  return {
+    sourceName: ROOM_SOURCE_NAME,
+    database: roomDatabase,
+    table: 'room_outbox',
+    columns: ['app_code', 'event_id', 'event_type', 'room_id', 'payload', 'created_at_ms'],
+    identify: (row) => identifyOutboxRow('room_outbox', row),
+    map: mapRoomOutboxRow,
+  };
+}
+
+function mapRoomOutboxRow(row: OutboxRow, recordedAtMs: number): MappedEvent {
+  const eventType = typeof row.event_type === 'string' ? row.event_type : '';
+  // Columns come as plain values; only a kick needs to be well-formed, other room events are skipped.
+  const envelope = roomFactEnvelope.safeParse({
+    event_id: row.event_id,
+    event_type: eventType,
+    app_code: row.app_code,
+    room_id: row.room_id ?? '',
+    payload: row.payload,
+    created_at_ms: row.created_at_ms === null || row.created_at_ms === undefined ? null : Number(row.created_at_ms),
+  });
+  if (!envelope.success) {
+    if (eventType !== 'RoomUserKicked') return { kind: 'skip', eventType };
+    return { kind: 'malformed', eventType, userId: '', noticeKind: ROOM_NOTICE, reason: `room_outbox row: ${describeZodError(envelope.error)}` };
+  }
+  return mapRoomFact(envelope.data, recordedAtMs);
+}
