@@ -11,6 +11,7 @@ import { RoleConfigError, withDeadline, type Role } from '../src/app/role.ts';
 import { newWorkerId } from '../src/app/worker-id.ts';
 import { DELIVER_QUEUE_NAME, type DeliverJobData } from '../queues/deliver-queue.ts';
 import { createDeliverProcessor, ledgerBackoff, type DeliveryOutcome } from './processor.ts';
+import type { NoticeMetrics } from '../src/observability/metrics.ts';
 
 /** Deliver: a BullMQ worker on the C2C queue, sending through Tencent IM and recording outcomes in the ledger. */
 export class DeliverRole implements Role {
@@ -25,6 +26,7 @@ export class DeliverRole implements Role {
     private readonly pool: Pool,
     private readonly connection: Redis,
     private readonly logger: Logger,
+    private readonly metrics?: NoticeMetrics,
   ) {
     const im = config.tencent_im;
     if (!im.enabled) {
@@ -50,6 +52,7 @@ export class DeliverRole implements Role {
       retryMaxMs: this.config.deliver.retry_max_delay,
       rateLimitQueue: (ms) => worker.rateLimit(ms),
       logger: this.logger,
+      metrics: this.metrics,
       onOutcome: (outcome) => this.outcomes[outcome]++,
     });
     worker = new Worker<DeliverJobData>(DELIVER_QUEUE_NAME, processor, {

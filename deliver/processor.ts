@@ -2,7 +2,8 @@ import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { LedgerRepository } from '../src/ledger/repository.ts';
 import { formatKey, type LedgerKey, type LedgerRow } from '../src/ledger/types.ts';
-import type { TencentImSender } from '../src/tencent-im/client.ts';
+import type { SendOutcome, TencentImSender } from '../src/tencent-im/client.ts';
+import type { NoticeMetrics } from '../src/observability/metrics.ts';
 import type { DeliverJobData } from '../queues/deliver-queue.ts';
 import { decideRetry, retryDelayMs } from './retry-policy.ts';
 import { RetryableDeliveryError } from './errors.ts';
@@ -22,6 +23,7 @@ export interface DeliverProcessorDeps {
   /** Backs the whole queue off (BullMQ's worker.rateLimit); resolves once the limiter is set. */
   rateLimitQueue(ms: number): Promise<void>;
   logger: Logger;
+  metrics?: NoticeMetrics;
   now?: () => number;
   onOutcome?: (outcome: DeliveryOutcome, row: LedgerRow) => void;
 }
@@ -37,6 +39,16 @@ const RATE_LIMIT_BACKOFF_MS = 1000;
  */
 export function createDeliverProcessor(deps: DeliverProcessorDeps) {
   const now = deps.now ?? Date.now;
+  const observe = (outcome: DeliveryOutcome, row: LedgerRow, sent: SendOutcome, atMs: number) => {
+    deps.onOutcome?.(outcome, row);
+    const m = deps.metrics;
+    if (!m) return;
+    m.deliveries.inc({ source: row.sourceName, notice_kind: row.noticeKind, outcome, error_code: sent.kind === 'delivered' ? '' : sent.code });
+    m.sendLatency.observe({ outcome: sent.kind }, sent.latencyMs / 1000);
+    if (outcome === 'delivered' && row.sourceCreatedAtMs) m.endToEndLatency.observe({ source: row.sourceName }, Math.max(0, atMs - row.sourceCreatedAtMs) / 1000);
+    if (outcome === 'retryable') m.retries.inc({ source: row.sourceName });
+    if (outcome === 'rate_limited') m.rateLimitBackoffs.inc();
+  };
 
   return async function processDelivery(job: Job<DeliverJobData>, token?: string): Promise<string> {
     const key: LedgerKey = { sourceName: job.data.sourceName, appCode: job.data.appCode, sourceEventId: job.data.sourceEventId, channel: job.data.channel };
@@ -68,14 +80,14 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
       case 'delivered': {
         const recorded = await deps.ledger.recordDelivered(key, deps.workerId, outcome.msgKey, at);
         if (!recorded) log.warn('delivered, but the ledger lock was taken over meanwhile; the other worker records the outcome');
-        deps.onOutcome?.('delivered', row);
+        observe('delivered', row, outcome, at);
         log.debug({ latency_ms: outcome.latencyMs }, 'delivered');
         return 'delivered';
       }
       case 'rate_limited': {
         // Over-frequency is the provider's whole-app limit: pause the queue, do not spend this event's attempt.
         await deps.ledger.releaseRateLimited(key, deps.workerId, outcome.code, outcome.message, at + RATE_LIMIT_BACKOFF_MS, at);
-        deps.onOutcome?.('rate_limited', row);
+        observe('rate_limited', row, outcome, at);
         log.warn({ code: outcome.code }, 'Tencent IM over-frequency; backing the queue off');
         await deps.rateLimitQueue(RATE_LIMIT_BACKOFF_MS);
         // BullMQ recognises a rate-limit exit by its own error, which puts the job back in wait unspent.
@@ -83,7 +95,7 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
       }
       case 'permanent': {
         await deps.ledger.recordFailed(key, deps.workerId, outcome.code, outcome.message, at);
-        deps.onOutcome?.('failed', row);
+        observe('failed', row, outcome, at);
         log.warn({ code: outcome.code, error: outcome.message }, 'permanent delivery error; event failed');
         throw new UnrecoverableError(`Tencent IM ${outcome.code}: ${outcome.message}`);
       }
@@ -92,12 +104,12 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
         if (decision.final) {
           const message = `retries exhausted after ${row.attemptCount + 1} attempts; last error: ${outcome.message}`;
           await deps.ledger.recordFailed(key, deps.workerId, outcome.code, message, at);
-          deps.onOutcome?.('failed', row);
+          observe('failed', row, outcome, at);
           log.warn({ code: outcome.code }, 'retries exhausted; event failed (dead letter)');
           throw new UnrecoverableError(message);
         }
         await deps.ledger.recordRetryable(key, deps.workerId, outcome.code, outcome.message, at + decision.delayMs, at);
-        deps.onOutcome?.('retryable', row);
+        observe('retryable', row, outcome, at);
         log.info({ code: outcome.code, retry_in_ms: decision.delayMs }, 'transient delivery error; will retry');
         throw new RetryableDeliveryError(`Tencent IM ${outcome.code}: ${outcome.message}`, decision.delayMs);
       }

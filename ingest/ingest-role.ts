@@ -14,6 +14,7 @@ import { mqNoticeModules, outboxNoticeModules } from '../src/notices/registry.ts
 import { RoleConfigError, type Role } from '../src/app/role.ts';
 import { newWorkerId } from '../src/app/worker-id.ts';
 import { enqueueDeliveries, type DeliverJobData } from '../queues/deliver-queue.ts';
+import type { NoticeMetrics } from '../src/observability/metrics.ts';
 
 /** Whether the config enables any ingest entry (an outbox poller or an MQ subscription). */
 export function ingestEnabled(config: NoticeConfig): boolean {
@@ -27,7 +28,7 @@ export class IngestRole implements Role {
   readonly consumers: MqConsumerLoop[];
   private running = false;
 
-  constructor(config: NoticeConfig, pool: Pool, queue: Queue<DeliverJobData>, logger: Logger) {
+  constructor(config: NoticeConfig, pool: Pool, queue: Queue<DeliverJobData>, logger: Logger, metrics?: NoticeMetrics) {
     if (!ingestEnabled(config)) {
       throw new RoleConfigError('ingest has no source enabled: set wallet_notice_worker.enabled, room_notice_worker.enabled, or rocketmq.enabled with rocketmq.room_outbox.enabled');
     }
@@ -35,11 +36,11 @@ export class IngestRole implements Role {
     const cursors = new CursorStore(pool);
     const owner = newWorkerId('ingest');
     const recorderFor = (maxRetryCount: number) =>
-      new FactRecorder(ledger, (items) => enqueueDeliveries(queue, items.map((i) => ({ ...i, maxRetryCount }))), logger);
+      new FactRecorder(ledger, (items) => enqueueDeliveries(queue, items.map((i) => ({ ...i, maxRetryCount }))), logger, metrics);
 
     this.pollers = outboxNoticeModules(config)
       .filter((m) => m.worker.enabled)
-      .map((m) => new OutboxPoller({ source: m.source, config: m.worker, reader: new OutboxReader(pool, m.source), cursors, recorder: recorderFor(m.worker.max_retry_count), owner, logger }));
+      .map((m) => new OutboxPoller({ source: m.source, config: m.worker, reader: new OutboxReader(pool, m.source), cursors, recorder: recorderFor(m.worker.max_retry_count), owner, logger, metrics }));
 
     const mq = config.rocketmq;
     const rejects = new RejectStore(pool);
@@ -64,6 +65,7 @@ export class IngestRole implements Role {
           invisibleMs: sub.invisible_duration,
           maxReconsumeTimes: sub.consumer_max_reconsume_times,
           logger,
+          metrics,
         });
       });
   }

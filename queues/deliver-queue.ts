@@ -58,7 +58,8 @@ export async function enqueueDeliveries(queue: Queue<DeliverJobData>, items: rea
     await queue.addBulk(
       chunk.map((item) => ({
         name: item.eventType,
-        data: { ...item.key, eventType: item.eventType },
+        // Pick the key fields explicitly: callers may pass whole ledger rows, whose payload must not reach Redis.
+        data: { sourceName: item.key.sourceName, appCode: item.key.appCode, sourceEventId: item.key.sourceEventId, channel: item.key.channel, eventType: item.eventType },
         opts: deliverJobOptions(item.key, item.maxRetryCount),
       })),
     );

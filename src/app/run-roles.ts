@@ -6,9 +6,13 @@ import { createRedis, type Redis } from '../platform/redis.ts';
 import { createDeliverQueue, type DeliverJobData } from '../../queues/deliver-queue.ts';
 import { IngestRole } from '../../ingest/ingest-role.ts';
 import { DeliverRole } from '../../deliver/deliver-role.ts';
+import { DashboardRole } from '../../dashboard/dashboard-role.ts';
 import { withDeadline, type Role } from './role.ts';
+import { NoticeMetrics } from '../observability/metrics.ts';
+import { HealthServer, type Readiness } from '../observability/health-server.ts';
+import { DELIVER_QUEUE_NAME } from '../../queues/deliver-queue.ts';
 
-export type RoleName = 'ingest' | 'deliver';
+export type RoleName = 'ingest' | 'deliver' | 'dashboard';
 
 /** The connections and roles of one process, built from config; used by the CLI and by in-process tests. */
 export interface NoticeProcess {
@@ -17,12 +21,16 @@ export interface NoticeProcess {
   roles: Role[];
   ingest?: IngestRole;
   deliver?: DeliverRole;
+  dashboard?: DashboardRole;
+  metrics: NoticeMetrics;
+  health: HealthServer;
+  readiness(): Promise<Readiness>;
   start(): Promise<void>;
   /** Stops every role within `shutdown_timeout`, then closes connections. */
   stop(): Promise<void>;
 }
 
-export function buildProcess(config: NoticeConfig, roleNames: readonly RoleName[], logger: Logger): NoticeProcess {
+export function buildProcess(config: NoticeConfig, roleNames: readonly RoleName[], logger: Logger, metrics = new NoticeMetrics()): NoticeProcess {
   const pool = createMysqlPool(config.mysql.url, config.mysql.pool_size);
   const producerRedis = createRedis(config.redis.url, 'producer');
   const workerRedis = createRedis(config.redis.url, 'worker');
@@ -37,25 +45,37 @@ export function buildProcess(config: NoticeConfig, roleNames: readonly RoleName[
 
   let ingest: IngestRole | undefined;
   let deliver: DeliverRole | undefined;
+  let dashboard: DashboardRole | undefined;
   try {
-    if (roleNames.includes('ingest')) ingest = new IngestRole(config, pool, queue, logger);
-    if (roleNames.includes('deliver')) deliver = new DeliverRole(config, pool, workerRedis, logger);
+    if (roleNames.includes('ingest')) ingest = new IngestRole(config, pool, queue, logger, metrics);
+    if (roleNames.includes('deliver')) deliver = new DeliverRole(config, pool, workerRedis, logger, metrics);
+    if (roleNames.includes('dashboard')) dashboard = new DashboardRole(config, pool, queue, logger);
   } catch (err) {
     void closeConnections();
     throw err;
   }
-  const roles: Role[] = [ingest, deliver].filter((r): r is IngestRole | DeliverRole => r !== undefined);
+  const roles: Role[] = [ingest, deliver, dashboard].filter((r): r is IngestRole | DeliverRole | DashboardRole => r !== undefined);
+
+  metrics.onScrape(async () => {
+    const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed', 'prioritized');
+    for (const [state, n] of Object.entries(counts)) metrics.queueJobs.set({ queue: DELIVER_QUEUE_NAME, state }, n);
+  });
+  const readiness = () => checkReadiness(pool, producerRedis, roles);
+  const health = new HealthServer({ httpPort: config.health.http_port, grpcPort: config.health.grpc_port, metrics, readiness, logger });
 
   return {
-    pool, queue, roles, ingest, deliver,
+    pool, queue, roles, ingest, deliver, dashboard, metrics, health, readiness,
     async start() {
       await warnOnUnsafeRedis(producerRedis, logger);
       for (const role of roles) await role.start();
-      logger.info({ roles: roles.map((r) => r.name) }, 'notice-service started');
+      await health.start();
+      logger.info({ roles: roles.map((r) => r.name), http_port: health.httpPort || undefined, grpc_port: health.grpcPort || undefined }, 'notice-service started');
     },
     async stop() {
+      health.markShuttingDown();
       const deadline = config.shutdown_timeout;
       await Promise.allSettled(roles.map((r) => withDeadline(r.stop(), deadline, `${r.name} stop`)));
+      await health.stop();
       await closeConnections();
     },
   };
@@ -81,6 +101,24 @@ export async function runRoles(config: NoticeConfig, roleNames: readonly RoleNam
   await proc.stop();
   clearTimeout(hardExit);
   logger.info('notice-service stopped');
+}
+
+/** Ready = MySQL and Redis answer within a second and every role of this process is running. */
+export async function checkReadiness(pool: Pool, redis: Redis, roles: readonly Role[]): Promise<Readiness> {
+  const probe = async (what: () => Promise<unknown>) => {
+    try {
+      await withDeadline(what(), 1000, 'probe');
+      return 'ok';
+    } catch (err) {
+      return `down: ${(err as Error).message.slice(0, 200)}`;
+    }
+  };
+  const checks: Record<string, string> = {
+    mysql: await probe(() => pool.query('SELECT 1')),
+    redis: await probe(() => redis.ping()),
+  };
+  for (const role of roles) checks[`role:${role.name}`] = role.isRunning() ? 'ok' : 'not running';
+  return { ready: Object.values(checks).every((v) => v === 'ok'), checks };
 }
 
 /** BullMQ keys evicted under memory pressure corrupt queues; only `noeviction` is safe. */

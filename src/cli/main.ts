@@ -9,6 +9,7 @@ import { FakeImServer } from '../fake-im/server.ts';
 import { createMysqlPool } from '../platform/mysql.ts';
 import { writeDemoWalletRows } from '../demo/wallet-demo.ts';
 import { ingestEnabled } from '../../ingest/ingest-role.ts';
+import { inspectEvent, requeueCommand } from '../ops/cli-ops.ts';
 
 const program = new Command('notice-service')
   .description('Outbox facts → Tencent IM C2C notices, with a MySQL delivery ledger')
@@ -39,6 +40,7 @@ for (const [name, roles, description] of [
   ['ingest', ['ingest'], 'poll the enabled owner outboxes into the ledger and the deliver queue'],
   ['deliver', ['deliver'], 'send queued notices through Tencent IM and record the outcome'],
   ['all', null, 'every enabled role in one process'],
+  ['dashboard', ['dashboard'], 'bull-board and the ledger search/requeue page, behind basic auth'],
 ] as const) {
   program
     .command(name)
@@ -108,6 +110,30 @@ program
       await new Promise((r) => setTimeout(r, 1000));
     }
     await pool.end();
+  });
+
+program
+  .command('inspect')
+  .description('show the ledger rows (and BullMQ job state) of one event id')
+  .argument('<event_id>')
+  .addOption(configOption())
+  .action(async (eventId: string, opts: { config?: string }) => {
+    const rows = await inspectEvent(loadConfig(opts.config), eventId);
+    console.log(JSON.stringify(rows, null, 2));
+    if (rows.length === 0) process.exitCode = 1;
+  });
+
+program
+  .command('requeue')
+  .description('put failed events back to pending and enqueue them again')
+  .addOption(configOption())
+  .requiredOption('--status <status>', 'which rows (only "failed")')
+  .option('--source <source_name>', 'only this source (wallet_outbox, room_outbox)')
+  .option('--since <when>', 'only rows updated since: a duration ("2h") or an ISO time')
+  .option('--dry-run', 'count what would be requeued, change nothing', false)
+  .action(async (opts: { config?: string; status: string; source?: string; since?: string; dryRun: boolean }) => {
+    const result = await requeueCommand(loadConfig(opts.config), opts);
+    console.log(JSON.stringify(result, null, 2));
   });
 
 process.on('unhandledRejection', (reason) => {

@@ -62,6 +62,12 @@ function crossFieldProblems(config: NoticeConfig): string[] {
   if (config.rocketmq.name_servers !== undefined) {
     problems.push('rocketmq.name_servers: the RocketMQ 5 client talks to the proxy, not namesrv; set rocketmq.endpoints to the proxy gRPC address (port 8081)');
   }
+  if (!config.dashboard.auth.enabled && config.dashboard.environment.label !== 'local') {
+    problems.push('dashboard.auth.enabled: only a local config (dashboard.environment.label: local) may turn dashboard authentication off');
+  }
+  if (config.dashboard.auth.enabled && config.dashboard.auth.password.length > 0 && config.dashboard.auth.password.length < 8) {
+    problems.push('dashboard.auth.password: use at least 8 characters');
+  }
   if (config.rocketmq.request_timeout < 1000) {
     problems.push('rocketmq.request_timeout: the client requires at least 1s');
   }

@@ -59,6 +59,23 @@ const rocketmq = z.strictObject({
     .default(() => ({ enabled: false, topic: 'hyapp_room_outbox', consumer_group: 'hyapp-notice-room-outbox', consumer_max_reconsume_times: 16, receive_batch_size: 16, invisible_duration: 30_000, await_duration: 20_000 })),
 });
 
+/** Operator dashboard: bull-board plus the ledger search/requeue page, behind basic auth. */
+const dashboard = z.strictObject({
+  port: port.default(13200),
+  base_path: z.string().regex(/^\/[A-Za-z0-9_\-/]*[A-Za-z0-9_\-]$/, 'must look like "/admin"').default('/admin'),
+  environment: z.strictObject({ label: z.string().min(1).default('local'), color: z.string().default('#2e7d32') }).default(() => ({ label: 'local', color: '#2e7d32' })),
+  /** Every queue read-only (bull-board readOnlyMode, enforced server-side) and requeue disabled. */
+  read_only: z.boolean().default(false),
+  auth: z
+    .strictObject({
+      /** Only `environment.label: local` may turn this off. */
+      enabled: z.boolean().default(true),
+      username: z.string().default('admin'),
+      password: z.string().default(''),
+    })
+    .default(() => ({ enabled: true, username: 'admin', password: '' })),
+});
+
 export const configSchema = z.strictObject({
   mysql: z.strictObject({
     url: z.string().regex(/^mysql:\/\//, 'must be a mysql:// URL'),
@@ -86,6 +103,7 @@ export const configSchema = z.strictObject({
       job_lock_duration: durationMs.default(30_000),
     })
     .default(() => ({ enabled: true, concurrency: 32, retry_base_delay: 1000, retry_max_delay: 300_000, job_lock_duration: 30_000 })),
+  dashboard: dashboard.default(() => dashboard.parse({})),
   health: z
     .strictObject({ grpc_port: port.default(13009), http_port: port.default(13109) })
     .default(() => ({ grpc_port: 13009, http_port: 13109 })),

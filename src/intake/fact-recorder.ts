@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { LedgerRepository } from '../ledger/repository.ts';
 import type { LedgerKey, NewLedgerRow } from '../ledger/types.ts';
 import type { MappedEvent } from '../notices/types.ts';
+import type { NoticeMetrics } from '../observability/metrics.ts';
 
 /** One source fact, mapped by its notice module, with its ledger identity. */
 export interface SourceFact {
@@ -35,6 +36,7 @@ export class FactRecorder {
     private readonly ledger: LedgerRepository,
     private readonly enqueue: EnqueueDeliveries,
     private readonly logger: Logger,
+    private readonly metrics?: NoticeMetrics,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -43,6 +45,7 @@ export class FactRecorder {
     const rows: NewLedgerRow[] = [];
     const pending: PendingDelivery[] = [];
     for (const { key, mapped, sourceRowId, sourceCreatedAtMs } of facts) {
+      this.metrics?.ingestEvents.inc({ source: key.sourceName, event_type: mapped.eventType.slice(0, 64) || 'unknown', result: mapped.kind === 'notice' ? 'ingested' : mapped.kind === 'skip' ? 'skipped' : 'malformed' });
       if (mapped.kind === 'skip') {
         counts.skipped++;
         continue;
@@ -58,8 +61,13 @@ export class FactRecorder {
         pending.push({ key, eventType: mapped.eventType });
       }
     }
-    if (rows.length > 0) await this.ledger.insertIfAbsent(rows, this.now());
-    if (pending.length > 0) await this.enqueue(pending);
+    try {
+      if (rows.length > 0) await this.ledger.insertIfAbsent(rows, this.now());
+      if (pending.length > 0) await this.enqueue(pending);
+    } catch (err) {
+      if (facts[0]) this.metrics?.enqueueErrors.inc({ source: facts[0].key.sourceName });
+      throw err;
+    }
     return counts;
   }
 }

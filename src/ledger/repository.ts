@@ -91,6 +91,23 @@ export class LedgerRepository {
       [nextRetryAtMs, code, clip(message)]);
   }
 
+  /**
+   * Operator requeue: failed → pending with a fresh retry budget. The previous error stays in last_error until the
+   * next attempt overwrites it. Returns the keys that actually moved.
+   */
+  async requeueFailed<K extends LedgerKey>(keys: readonly K[], nowMs: number): Promise<K[]> {
+    const moved: K[] = [];
+    for (const key of keys) {
+      const [result] = await this.pool.query<ResultSetHeader>(
+        `UPDATE ${TABLE} SET status = 'pending', attempt_count = 0, claim_count = 0, next_retry_at_ms = NULL, locked_by = NULL, lock_until_ms = NULL, updated_at_ms = ?
+          WHERE ${KEY_WHERE} AND status = 'failed' AND payload IS NOT NULL`,
+        [nowMs, ...keyParams(key)],
+      );
+      if (result.affectedRows === 1) moved.push(key);
+    }
+    return moved;
+  }
+
   private async finishAttempt(key: LedgerKey, workerId: string, nowMs: number, assignments: string, params: unknown[]): Promise<boolean> {
     const [result] = await this.pool.query<ResultSetHeader>(
       `UPDATE ${TABLE} SET ${assignments}, locked_by = NULL, lock_until_ms = NULL, updated_at_ms = ?

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { CHANNEL_TENCENT_IM_C2C } from '../ledger/types.ts';
 import type { OutboxWorkerConfig } from '../config/schema.ts';
 import type { FactRecorder, SourceFact } from '../intake/fact-recorder.ts';
+import type { NoticeMetrics } from '../observability/metrics.ts';
 import { advanceCursor, countGapIds, type CursorState } from './gap-tracker.ts';
 import type { CursorStore } from './cursor-store.ts';
 import type { OutboxReader } from './reader.ts';
@@ -34,6 +35,7 @@ export interface OutboxPollerDeps {
   recorder: FactRecorder;
   owner: string;
   logger: Logger;
+  metrics?: NoticeMetrics;
   now?: () => number;
 }
 
@@ -45,6 +47,8 @@ export interface OutboxPollerDeps {
 export class OutboxPoller {
   readonly stats: PollerStats = { polls: 0, rowsRead: 0, ingested: 0, skipped: 0, malformed: 0, gapsSkipped: 0, errors: 0, lastEventAtMs: null };
   private state: CursorState | null = null;
+  /** created_at_ms of the newest row read, for the lag gauge. */
+  private newestReadCreatedAtMs: number | null = null;
   private leaseUntilMs = 0;
   private running = false;
   private loop: Promise<void> | null = null;
@@ -55,6 +59,23 @@ export class OutboxPoller {
   constructor(private readonly deps: OutboxPollerDeps) {
     this.now = deps.now ?? Date.now;
     this.log = deps.logger.child({ source: deps.source.sourceName });
+    deps.metrics?.onScrape(() => this.collectLag());
+  }
+
+  /** Scrape-time gauges: one primary-key read of the outbox, never on the polling path. */
+  private async collectLag(): Promise<void> {
+    const metrics = this.deps.metrics!;
+    const source = this.deps.source.sourceName;
+    const state = this.state;
+    if (state) metrics.openGaps.set({ source }, countGapIds(state.gaps));
+    if (this.stats.lastEventAtMs !== null) metrics.secondsSinceLastEvent.set({ source }, (this.now() - this.stats.lastEventAtMs) / 1000);
+    if (!state) return; // standing by: the lease holder reports lag
+    const newest = await this.deps.reader.newest();
+    if (!newest) return;
+    metrics.rowsBehind.set({ source }, Math.max(0, newest.id - state.highWaterId));
+    if (newest.createdAtMs !== null && this.newestReadCreatedAtMs !== null) {
+      metrics.ingestLagMs.set({ source }, newest.id <= state.highWaterId ? 0 : Math.max(0, newest.createdAtMs - this.newestReadCreatedAtMs));
+    }
   }
 
   get cursor(): CursorState | null {
@@ -119,6 +140,8 @@ export class OutboxPoller {
     const newRows = await reader.readAfter(state.highWaterId, config.batch_size);
     const filled = state.gaps.length > 0 ? await reader.readGaps(state.gaps, config.batch_size) : [];
     const rows = [...filled, ...newRows];
+    const last = newRows[newRows.length - 1];
+    if (last && last.created_at_ms !== null && last.created_at_ms !== undefined) this.newestReadCreatedAtMs = Number(last.created_at_ms);
     this.stats.rowsRead += rows.length;
 
     if (rows.length > 0) {
@@ -142,6 +165,7 @@ export class OutboxPoller {
     const { state: next, skipped } = advanceCursor(state, newRows.map((r) => r.id), filled.map((r) => r.id), this.now(), config.gap_grace);
     for (const [from, to, firstSeenMs] of skipped) {
       this.stats.gapsSkipped += to - from + 1;
+      this.deps.metrics?.gapsSkipped.inc({ source: source.sourceName }, to - from + 1);
       this.log.warn({ from_id: from, to_id: to, waited_ms: this.now() - firstSeenMs }, 'outbox id hole never committed within gap_grace; skipping it');
     }
     const changed = next.highWaterId !== state.highWaterId || JSON.stringify(next.gaps) !== JSON.stringify(state.gaps);

@@ -10,16 +10,25 @@ const MAX_GAP_RANGES_PER_QUERY = 200;
 /** Reads an owner outbox by primary key only, so each read costs the same however large the table grows. */
 export class OutboxReader {
   private readonly select: string;
+  private readonly table: string;
 
   constructor(private readonly pool: Pool, source: OutboxSource) {
     const columns = ['id', ...source.columns].map(quoteIdentifier).join(', ');
-    this.select = `SELECT ${columns} FROM ${quoteIdentifier(source.database)}.${quoteIdentifier(source.table)}`;
+    this.table = `${quoteIdentifier(source.database)}.${quoteIdentifier(source.table)}`;
+    this.select = `SELECT ${columns} FROM ${this.table}`;
   }
 
   /** One statement, hence one snapshot: ids missing between the returned ones are real holes at that moment. */
   async readAfter(highWaterId: number, limit: number): Promise<OutboxRow[]> {
     const [rows] = await this.pool.query<RowDataPacket[]>(`${this.select} WHERE id > ? ORDER BY id LIMIT ?`, [highWaterId, limit]);
     return rows.map(toOutboxRow);
+  }
+
+  /** The newest row's id and creation time, for lag metrics (a primary-key read). */
+  async newest(): Promise<{ id: number; createdAtMs: number | null } | null> {
+    const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT id, created_at_ms FROM ${this.table} ORDER BY id DESC LIMIT 1`);
+    const row = rows[0];
+    return row ? { id: Number(row.id), createdAtMs: row.created_at_ms === null ? null : Number(row.created_at_ms) } : null;
   }
 
   async readGaps(gaps: readonly GapRange[], limit: number): Promise<OutboxRow[]> {

@@ -3,6 +3,7 @@ import type { FactRecorder, SourceFact } from '../intake/fact-recorder.ts';
 import type { RejectStore } from '../intake/reject-store.ts';
 import { describeError } from '../outbox/poller.ts';
 import type { MqMessage, MqReceiver } from './receiver.ts';
+import type { NoticeMetrics } from '../observability/metrics.ts';
 
 export type ParsedMessage = { kind: 'fact'; fact: SourceFact } | { kind: 'poison'; reason: string };
 
@@ -16,6 +17,7 @@ export interface MqConsumerLoopOptions {
   invisibleMs: number;
   maxReconsumeTimes: number;
   logger: Logger;
+  metrics?: NoticeMetrics;
 }
 
 export interface MqConsumerStats {
@@ -138,6 +140,7 @@ export class MqConsumerLoop {
       await this.options.recorder.record(facts.map((f) => f.fact));
     } catch (err) {
       this.stats.recordFailures++;
+      this.options.metrics?.mqMessages.inc({ source: this.options.sourceName, result: 'record_failed' }, facts.length);
       const reason = describeError(err);
       this.log.warn({ err: reason, messages: facts.length }, 'could not record MQ messages (MySQL or Redis down?); not acking, they will be redelivered');
       for (const { message } of facts) {
@@ -162,6 +165,7 @@ export class MqConsumerLoop {
       return;
     }
     this.stats.rejected++;
+    this.options.metrics?.mqMessages.inc({ source: this.options.sourceName, result: 'rejected' });
     this.log.warn({ message_id: message.messageId, keys: message.keys, delivery_attempt: message.deliveryAttempt, reason }, 'MQ message rejected and recorded in notice_rejected_messages');
     await this.ack(receiver, message);
   }
@@ -170,6 +174,7 @@ export class MqConsumerLoop {
     try {
       await receiver.ack(message);
       this.stats.acked++;
+      this.options.metrics?.mqMessages.inc({ source: this.options.sourceName, result: 'acked' });
     } catch (err) {
       // The ledger row exists; a redelivery is absorbed by its primary key.
       this.log.warn({ message_id: message.messageId, err: describeError(err) }, 'ack failed; the message will be redelivered and deduplicated');

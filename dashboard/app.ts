@@ -1,0 +1,67 @@
+import express from 'express';
+import type { Queue } from 'bullmq';
+import type { Pool } from 'mysql2/promise';
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { ExpressAdapter } from '@bull-board/express';
+import type { NoticeConfig } from '../src/config/schema.ts';
+import { LedgerQueries } from '../src/ledger/queries.ts';
+import { LedgerRepository } from '../src/ledger/repository.ts';
+import { sourcePolicies } from '../src/notices/registry.ts';
+import type { DeliverJobData } from '../queues/deliver-queue.ts';
+import { basicAuth } from './auth.ts';
+import { ledgerApi } from './ledger-api.ts';
+import { noticesPage } from './notices-page.ts';
+
+/**
+ * The operator dashboard: bull-board for every notice queue and the ledger page, all under one base path and all
+ * behind authentication (the only way off is an explicit local config).
+ */
+export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Array<Queue<DeliverJobData>>): express.Express {
+  const settings = config.dashboard;
+  const base = settings.base_path;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  if (settings.auth.enabled) app.use(basicAuth(settings.auth.username, settings.auth.password));
+
+  const serverAdapter = new ExpressAdapter();
+  serverAdapter.setBasePath(`${base}/queues`);
+  const adapters = queues.map((queue) => {
+    // Retrying a BullMQ job cannot revive a failed ledger row (its claim would refuse it), so the board's retry is hidden;
+    // operators requeue from the Notices page, which moves the ledger row first.
+    const adapter = new BullMQAdapter(queue, { readOnlyMode: settings.read_only, allowRetries: false, description: 'Tencent IM C2C notices; job data is the ledger key only. Requeue failed events from Notices.' });
+    // Job data is only the ledger key; show exactly that, whatever a future producer adds.
+    adapter.setFormatter('data', (data: DeliverJobData) => ({ sourceName: data?.sourceName, appCode: data?.appCode, sourceEventId: data?.sourceEventId, channel: data?.channel, eventType: data?.eventType }));
+    return adapter;
+  });
+  createBullBoard({
+    queues: adapters,
+    serverAdapter,
+    options: {
+      uiConfig: {
+        boardTitle: 'notice-service',
+        environment: { label: settings.environment.label, color: settings.environment.color },
+        miscLinks: [{ text: 'Notices (ledger)', url: `${base}/notices` }],
+        hideDocsLink: true,
+      },
+    },
+  });
+  app.use(`${base}/queues`, serverAdapter.getRouter());
+
+  const policies = sourcePolicies(config);
+  app.use(`${base}/api/notices`, ledgerApi({
+    queries: new LedgerQueries(pool),
+    ledger: new LedgerRepository(pool),
+    queue: queues[0]!,
+    readOnly: settings.read_only,
+    maxRetryFor: (source) => policies.get(source)?.maxRetryCount ?? 10,
+  }));
+  const page = noticesPage({ apiPath: `${base}/api/notices`, queuesPath: `${base}/queues`, environment: settings.environment, readOnly: settings.read_only });
+  app.get(`${base}/notices`, (_req, res) => void res.type('html').send(page));
+  app.get(['/', base], (_req, res) => res.redirect(`${base}/queues`));
+  app.use((err: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+    res.status(500).json({ error: err.message.slice(0, 300) });
+  });
+  return app;
+}

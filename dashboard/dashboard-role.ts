@@ -1,0 +1,43 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Queue } from 'bullmq';
+import type { Pool } from 'mysql2/promise';
+import type { Logger } from 'pino';
+import type { NoticeConfig } from '../src/config/schema.ts';
+import { RoleConfigError, type Role } from '../src/app/role.ts';
+import type { DeliverJobData } from '../queues/deliver-queue.ts';
+import { createDashboardApp } from './app.ts';
+
+export class DashboardRole implements Role {
+  readonly name = 'dashboard';
+  private server: Server | null = null;
+  port = 0;
+
+  constructor(private readonly config: NoticeConfig, private readonly pool: Pool, private readonly queue: Queue<DeliverJobData>, private readonly logger: Logger) {
+    if (config.dashboard.auth.enabled && config.dashboard.auth.password === '') {
+      throw new RoleConfigError('dashboard refuses to start: dashboard.auth.password is empty (set it, e.g. from ${DASHBOARD_PASSWORD})');
+    }
+  }
+
+  async start(): Promise<void> {
+    const app = createDashboardApp(this.config, this.pool, [this.queue]);
+    await new Promise<void>((resolve, reject) => {
+      const server = app.listen(this.config.dashboard.port, '0.0.0.0', (err?: Error) => (err ? reject(err) : resolve()));
+      this.server = server;
+    });
+    this.port = (this.server!.address() as AddressInfo).port;
+    this.logger.info({ url: `http://127.0.0.1:${this.port}${this.config.dashboard.base_path}/queues`, read_only: this.config.dashboard.read_only, auth: this.config.dashboard.auth.enabled }, 'dashboard listening');
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    if (!server) return;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  isRunning(): boolean {
+    return this.server?.listening ?? false;
+  }
+}

@@ -1,0 +1,86 @@
+import express, { type Request, type Response } from 'express';
+import type { Queue } from 'bullmq';
+import type { LedgerQueries } from '../src/ledger/queries.ts';
+import type { LedgerRepository } from '../src/ledger/repository.ts';
+import type { LedgerKey, LedgerRow } from '../src/ledger/types.ts';
+import { requeueFailed } from '../src/ops/requeue.ts';
+import type { DeliverJobData } from '../queues/deliver-queue.ts';
+
+export interface LedgerApiDeps {
+  queries: LedgerQueries;
+  ledger: LedgerRepository;
+  queue: Queue<DeliverJobData>;
+  readOnly: boolean;
+  maxRetryFor: (source: string) => number;
+}
+
+/** What operators see of a ledger row (snake_case, like the table). */
+export function presentRow(row: LedgerRow) {
+  return {
+    source_name: row.sourceName, app_code: row.appCode, source_event_id: row.sourceEventId, channel: row.channel,
+    event_type: row.eventType, user_id: row.userId, notice_kind: row.noticeKind, status: row.status,
+    attempt_count: row.attemptCount, claim_count: row.claimCount, locked_by: row.lockedBy, lock_until_ms: row.lockUntilMs,
+    next_retry_at_ms: row.nextRetryAtMs, last_error_code: row.lastErrorCode, last_error: row.lastError, im_msg_key: row.imMsgKey,
+    source_row_id: row.sourceRowId, source_created_at_ms: row.sourceCreatedAtMs, created_at_ms: row.createdAtMs,
+    updated_at_ms: row.updatedAtMs, delivered_at_ms: row.deliveredAtMs, payload: row.payload,
+  };
+}
+
+/** JSON API over notice_delivery_events: look up by business key, list failed rows, requeue them. */
+export function ledgerApi(deps: LedgerApiDeps): express.Router {
+  const router = express.Router();
+
+  router.get('/', async (req: Request, res: Response) => {
+    const eventId = typeof req.query.event_id === 'string' ? req.query.event_id.trim() : '';
+    const userId = typeof req.query.user_id === 'string' ? req.query.user_id.trim() : '';
+    if (!eventId && !userId) return void res.status(400).json({ error: 'give event_id or user_id' });
+    const rows = eventId ? await deps.queries.byEventId(eventId) : await deps.queries.byUserId(userId);
+    res.json({ rows: rows.map(presentRow) });
+  });
+
+  router.get('/failed', async (req: Request, res: Response) => {
+    const pageSize = clamp(Number(req.query.page_size ?? 50), 1, 200);
+    const page = clamp(Number(req.query.page ?? 1), 1, 100_000);
+    const source = typeof req.query.source === 'string' && req.query.source ? req.query.source : undefined;
+    const { rows, total } = await deps.queries.byStatus('failed', { limit: pageSize, offset: (page - 1) * pageSize, sourceName: source });
+    res.json({ rows: rows.map(presentRow), total, page, page_size: pageSize });
+  });
+
+  router.post('/requeue', express.json({ limit: '256kb' }), async (req: Request, res: Response) => {
+    if (deps.readOnly) return void res.status(405).json({ error: 'dashboard is read-only' });
+    // JSON only: a cross-site form cannot send it without a CORS preflight, which we never grant.
+    if (!req.is('application/json')) return void res.status(415).json({ error: 'send application/json' });
+    const keys = parseKeys(req.body?.keys);
+    if (!keys) return void res.status(400).json({ error: 'keys must be a non-empty array of {source_name, app_code, source_event_id, channel} (at most 500)' });
+    const rows: LedgerRow[] = [];
+    const missing: LedgerKey[] = [];
+    for (const key of keys) {
+      const row = await deps.ledger.get(key);
+      if (row) rows.push(row);
+      else missing.push(key);
+    }
+    const result = await requeueFailed(deps.ledger, deps.queue, rows, deps.maxRetryFor);
+    res.json({
+      requeued: result.requeued.map((k) => k.sourceEventId),
+      skipped: [...result.skipped.map((s) => ({ source_event_id: s.key.sourceEventId, reason: s.reason })), ...missing.map((k) => ({ source_event_id: k.sourceEventId, reason: 'no such ledger row' }))],
+    });
+  });
+
+  return router;
+}
+
+function parseKeys(value: unknown): LedgerKey[] | null {
+  if (!Array.isArray(value) || value.length === 0 || value.length > 500) return null;
+  const keys: LedgerKey[] = [];
+  for (const v of value) {
+    if (!v || typeof v !== 'object') return null;
+    const k = v as Record<string, unknown>;
+    if (![k.source_name, k.app_code, k.source_event_id, k.channel].every((x) => typeof x === 'string')) return null;
+    keys.push({ sourceName: k.source_name as string, appCode: k.app_code as string, sourceEventId: k.source_event_id as string, channel: k.channel as string });
+  }
+  return keys;
+}
+
+function clamp(n: number, min: number, max: number): number {
+  return Number.isFinite(n) ? Math.min(max, Math.max(min, Math.floor(n))) : min;
+}

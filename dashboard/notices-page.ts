@@ -1,0 +1,79 @@
+/**
+ * The ledger page: search by event_id / user_id, the failed list (newest first, paged), requeue of selected rows.
+ * Static HTML plus a little script against the JSON API; every value is inserted as text, never as HTML.
+ */
+export function noticesPage(options: { apiPath: string; queuesPath: string; environment: { label: string; color: string }; readOnly: boolean }): string {
+  const config = JSON.stringify({ api: options.apiPath, readOnly: options.readOnly }).replace(/</g, '\\u003c');
+  const env = escapeHtml(options.environment.label);
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>notice-service · notices</title>
+<style>
+ body{font-family:system-ui,sans-serif;margin:0;color:#1f2933}
+ header{display:flex;gap:16px;align-items:center;padding:12px 20px;background:#102a43;color:#fff}
+ header a{color:#bcccdc} .env{background:${escapeHtml(options.environment.color)};padding:2px 8px;border-radius:4px;font-size:12px}
+ main{padding:16px 20px} form{display:flex;gap:8px;margin-bottom:16px} input,select{padding:6px}
+ table{border-collapse:collapse;width:100%;font-size:13px} th,td{border-bottom:1px solid #d9e2ec;padding:6px;text-align:left;vertical-align:top}
+ td.err{color:#b00020;max-width:420px;word-break:break-word} .muted{color:#829ab1} button{padding:6px 12px}
+ pre{white-space:pre-wrap;word-break:break-all;max-width:520px;margin:0;font-size:12px}
+</style></head>
+<body>
+<header><strong>notice-service</strong><span class="env" id="env">${env}</span><a href="${escapeHtml(options.queuesPath)}">Queues (bull-board)</a><span>Notices</span>${options.readOnly ? '<span class="env" style="background:#7b8794">read-only</span>' : ''}</header>
+<main>
+ <form id="search"><select id="kind"><option value="event_id">event_id</option><option value="user_id">user_id</option></select>
+  <input id="q" size="48" placeholder="tx_xxx:WalletBalanceChanged:10001:COIN" aria-label="search value"><button type="submit">Find</button></form>
+ <section id="found"></section>
+ <h2>Failed deliveries <span class="muted" id="total"></span></h2>
+ <div><button id="requeue" ${options.readOnly ? 'disabled' : ''}>Requeue selected</button> <span id="status" role="status"></span></div>
+ <table id="failed"><thead><tr><th></th><th>updated</th><th>source</th><th>event_id</th><th>user</th><th>type</th><th>attempts</th><th>code</th><th>error</th></tr></thead><tbody></tbody></table>
+ <div><button id="prev">‹ newer</button> <span id="page"></span> <button id="next">older ›</button></div>
+</main>
+<script>
+const CONFIG = ${config};
+let page = 1, pageSize = 50, total = 0, current = [];
+const $ = (id) => document.getElementById(id);
+const td = (text, cls) => { const c = document.createElement('td'); c.textContent = text == null ? '' : String(text); if (cls) c.className = cls; return c; };
+const when = (ms) => ms ? new Date(ms).toISOString().replace('T', ' ').slice(0, 19) : '';
+async function api(path, init) { const r = await fetch(CONFIG.api + path, init); if (!r.ok) throw new Error(r.status + ' ' + (await r.text())); return r.json(); }
+async function loadFailed() {
+  const data = await api('/failed?page=' + page + '&page_size=' + pageSize);
+  total = data.total; current = data.rows;
+  $('total').textContent = '(' + total + ')'; $('page').textContent = 'page ' + page + ' of ' + Math.max(1, Math.ceil(total / pageSize));
+  const body = $('failed').querySelector('tbody'); body.replaceChildren();
+  data.rows.forEach((row, i) => {
+    const tr = document.createElement('tr'); tr.dataset.eventId = row.source_event_id;
+    const box = document.createElement('td'); const cb = document.createElement('input'); cb.type = 'checkbox'; cb.dataset.index = i; cb.setAttribute('aria-label', 'select ' + row.source_event_id); box.append(cb);
+    tr.append(box, td(when(row.updated_at_ms)), td(row.source_name), td(row.source_event_id), td(row.user_id), td(row.event_type), td(row.attempt_count), td(row.last_error_code), td(row.last_error, 'err'));
+    body.append(tr);
+  });
+}
+$('search').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const data = await api('?' + $('kind').value + '=' + encodeURIComponent($('q').value));
+  const out = $('found'); out.replaceChildren();
+  if (!data.rows.length) { out.textContent = 'nothing found'; return; }
+  const table = document.createElement('table');
+  for (const row of data.rows) {
+    for (const [k, v] of Object.entries(row)) { const tr = document.createElement('tr'); tr.append(td(k), (() => { const c = document.createElement('td'); const p = document.createElement('pre'); p.textContent = k.endsWith('_ms') && v ? v + '  (' + when(v) + ')' : (v == null ? '' : String(v)); c.append(p); return c; })()); table.append(tr); }
+    const sep = document.createElement('tr'); sep.append(td('')); table.append(sep);
+  }
+  out.append(table);
+});
+$('requeue').addEventListener('click', async () => {
+  const keys = [...document.querySelectorAll('#failed input:checked')].map((cb) => current[cb.dataset.index]).map((r) => ({ source_name: r.source_name, app_code: r.app_code, source_event_id: r.source_event_id, channel: r.channel }));
+  if (!keys.length) { $('status').textContent = 'select rows first'; return; }
+  try {
+    const result = await api('/requeue', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ keys }) });
+    $('status').textContent = 'requeued ' + result.requeued.length + (result.skipped.length ? ', skipped ' + result.skipped.map((s) => s.source_event_id + ': ' + s.reason).join('; ') : '');
+  } catch (err) { $('status').textContent = 'requeue failed: ' + err.message; }
+  await loadFailed();
+});
+$('prev').addEventListener('click', () => { if (page > 1) { page--; loadFailed(); } });
+$('next').addEventListener('click', () => { if (page * pageSize < total) { page++; loadFailed(); } });
+loadFailed().catch((err) => { $('status').textContent = err.message; });
+</script>
+</body></html>`;
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+}

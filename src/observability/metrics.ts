@@ -1,0 +1,67 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * Every metric notice-service exports, on one registry per process. Components receive this object and only call
+ * its methods, so the domain code does not depend on prom-client.
+ */
+export class NoticeMetrics {
+  readonly registry = new Registry();
+
+  readonly ingestEvents = new Counter({
+    name: 'notice_ingest_events_total', help: 'Source events seen by ingest, by result (ingested, skipped, malformed)',
+    labelNames: ['source', 'event_type', 'result'], registers: [this.registry],
+  });
+  readonly mqMessages = new Counter({
+    name: 'notice_mq_messages_total', help: 'MQ messages handled, by result (acked, rejected, record_failed)',
+    labelNames: ['source', 'result'], registers: [this.registry],
+  });
+  readonly enqueueErrors = new Counter({
+    name: 'notice_enqueue_errors_total', help: 'Batches that could not be recorded in the ledger or enqueued (MySQL/Redis down)',
+    labelNames: ['source'], registers: [this.registry],
+  });
+  readonly gapsSkipped = new Counter({
+    name: 'notice_ingest_gap_ids_skipped_total', help: 'Outbox ids given up on after gap_grace (rolled back, never committed)',
+    labelNames: ['source'], registers: [this.registry],
+  });
+  readonly openGaps = new Gauge({ name: 'notice_ingest_open_gap_ids', help: 'Outbox ids below the cursor still waited for', labelNames: ['source'], registers: [this.registry] });
+  readonly ingestLagMs = new Gauge({
+    name: 'notice_ingest_lag_ms', help: 'created_at_ms of the newest outbox row minus that of the newest row read', labelNames: ['source'], registers: [this.registry],
+  });
+  readonly rowsBehind = new Gauge({ name: 'notice_ingest_rows_behind', help: 'Newest outbox id minus the cursor high-water id', labelNames: ['source'], registers: [this.registry] });
+  readonly secondsSinceLastEvent = new Gauge({ name: 'notice_ingest_seconds_since_last_event', help: 'Seconds since ingest last recorded an event', labelNames: ['source'], registers: [this.registry] });
+  readonly deliveries = new Counter({
+    name: 'notice_deliveries_total', help: 'Delivery attempts by outcome (delivered, retryable, failed, rate_limited) and Tencent error code',
+    labelNames: ['source', 'notice_kind', 'outcome', 'error_code'], registers: [this.registry],
+  });
+  readonly retries = new Counter({ name: 'notice_delivery_retries_total', help: 'Attempts that will be retried', labelNames: ['source'], registers: [this.registry] });
+  readonly rateLimitBackoffs = new Counter({ name: 'notice_rate_limit_backoffs_total', help: 'Times the queue was backed off on a Tencent over-frequency answer', registers: [this.registry] });
+  readonly sendLatency = new Histogram({
+    name: 'notice_send_latency_seconds', help: 'Tencent IM sendmsg round trip', labelNames: ['outcome'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [this.registry],
+  });
+  readonly endToEndLatency = new Histogram({
+    name: 'notice_end_to_end_latency_seconds', help: 'Outbox created_at_ms to delivered', labelNames: ['source'],
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300], registers: [this.registry],
+  });
+  readonly queueJobs = new Gauge({ name: 'notice_queue_jobs', help: 'BullMQ jobs per queue and state', labelNames: ['queue', 'state'], registers: [this.registry] });
+
+  private readonly collectors: Array<() => Promise<void>> = [];
+
+  constructor(options: { processMetrics?: boolean } = {}) {
+    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'notice_' });
+  }
+
+  /** Gauges that are read from MySQL/Redis at scrape time rather than kept up to date on the hot path. */
+  onScrape(collect: () => Promise<void>): void {
+    this.collectors.push(collect);
+  }
+
+  async render(): Promise<string> {
+    await Promise.allSettled(this.collectors.map((c) => c()));
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

@@ -1,0 +1,110 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
+import { balanceChanged, insertWalletRows, ledgerStatusCounts } from './helpers/outbox.ts';
+import { startPipeline } from './helpers/pipeline.ts';
+import { spawnNotice } from './helpers/spawn.ts';
+import type { NoticeProcess } from '../src/app/run-roles.ts';
+
+let env: TestEnv | undefined;
+let proc: NoticeProcess | undefined;
+afterEach(async () => {
+  await proc?.stop();
+  await env?.close();
+  proc = env = undefined;
+});
+
+const PASSWORD = 'correct-horse-battery';
+const auth = (user = 'ops', pass = PASSWORD) => ({ authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}` });
+
+async function setup(dashboard: Record<string, unknown> = {}) {
+  env = await createTestEnv({ dashboard: { port: 0, auth: { username: 'ops', password: PASSWORD }, environment: { label: 'test', color: '#b00020' }, ...dashboard } });
+  env.fakeIm.setFaults({ not_imported: ['10002'] });
+  await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(1), balanceChanged(2)]);
+  proc = await startPipeline(env.config, ['ingest', 'deliver', 'dashboard']);
+  await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 1 && c.failed === 1);
+  const base = `http://127.0.0.1:${proc.dashboard!.port}/admin`;
+  return { base };
+}
+
+describe('dashboard', () => {
+  it('refuses missing or wrong credentials on every route, pages and APIs alike', async () => {
+    const { base } = await setup();
+    const routes: Array<[string, string]> = [
+      ['GET', '/'], ['GET', '/admin'], ['GET', '/admin/queues'], ['GET', '/admin/queues/api/queues'], ['GET', '/admin/notices'],
+      ['GET', '/admin/api/notices?event_id=x'], ['GET', '/admin/api/notices/failed'], ['POST', '/admin/api/notices/requeue'],
+      ['PUT', '/admin/queues/api/queues/deliver-tencent-im-c2c/retry/failed'], ['GET', '/admin/queues/static/nothing.js'],
+    ];
+    const origin = base.replace('/admin', '');
+    for (const [method, path] of routes) {
+      for (const headers of [{}, auth('ops', 'wrong-password'), auth('root', PASSWORD), { authorization: 'Bearer x' }]) {
+        const res = await fetch(origin + path, { method, headers, redirect: 'manual' });
+        expect(res.status, `${method} ${path} ${JSON.stringify(headers)}`).toBe(401);
+        expect(await res.text()).toBe('authentication required');
+      }
+    }
+    const ok = await fetch(`${base}/queues/api/queues`, { headers: auth() });
+    expect(ok.status).toBe(200);
+  });
+
+  it('finds events by event_id and user_id, lists failed rows with their error, requeues one', async () => {
+    const { base } = await setup();
+    const byEvent = await (await fetch(`${base}/api/notices?event_id=${encodeURIComponent('tx_1:WalletBalanceChanged:10001:COIN')}`, { headers: auth() })).json();
+    expect(byEvent.rows).toHaveLength(1);
+    expect(byEvent.rows[0]).toMatchObject({ status: 'delivered', user_id: '10001', notice_kind: 'wallet_notice' });
+    const byUser = await (await fetch(`${base}/api/notices?user_id=10002`, { headers: auth() })).json();
+    expect(byUser.rows[0]).toMatchObject({ status: 'failed', last_error_code: '90012' });
+    const failed = await (await fetch(`${base}/api/notices/failed?page=1&page_size=10`, { headers: auth() })).json();
+    expect(failed.total).toBe(1);
+    expect(failed.rows[0].last_error).toContain('not imported');
+
+    // A form post (not JSON) is refused: the CSRF guard.
+    const form = await fetch(`${base}/api/notices/requeue`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/x-www-form-urlencoded' }, body: 'keys=x' });
+    expect(form.status).toBe(415);
+
+    env!.fakeIm.setFaults({});
+    const row = failed.rows[0];
+    const res = await fetch(`${base}/api/notices/requeue`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: JSON.stringify({ keys: [{ source_name: row.source_name, app_code: row.app_code, source_event_id: row.source_event_id, channel: row.channel }, { source_name: 'wallet_outbox', app_code: 'lalu', source_event_id: 'nope', channel: 'tencent_im_c2c' }] }) });
+    expect(await res.json()).toEqual({ requeued: [row.source_event_id], skipped: [{ source_event_id: 'nope', reason: 'no such ledger row' }] });
+    await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 2, 10_000, 'requeued event delivered');
+    expect(env!.fakeIm.delivered().filter((m) => m.toAccount === '10002')).toHaveLength(1);
+  });
+
+  it('read-only mode is enforced by the server, not just hidden buttons', async () => {
+    const { base } = await setup({ read_only: true });
+    const retry = await fetch(`${base}/queues/api/queues/deliver-tencent-im-c2c/retry/failed`, { method: 'PUT', headers: auth() });
+    expect(retry.status).toBe(405);
+    const clean = await fetch(`${base}/queues/api/queues/deliver-tencent-im-c2c/clean/failed`, { method: 'PUT', headers: auth() });
+    expect(clean.status).toBe(405);
+    const requeue = await fetch(`${base}/api/notices/requeue`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: JSON.stringify({ keys: [] }) });
+    expect(requeue.status).toBe(405);
+    const queues = await (await fetch(`${base}/queues/api/queues`, { headers: auth() })).json();
+    expect(queues.queues[0]).toMatchObject({ name: 'deliver-tencent-im-c2c', readOnlyMode: true });
+    // Job data shown is the ledger key, nothing else.
+    const failedJobs = await (await fetch(`${base}/queues/api/queues?activeQueue=deliver-tencent-im-c2c&status=failed&page=1`, { headers: auth() })).json();
+    const job = failedJobs.queues[0].jobs[0];
+    expect(Object.keys(job.data).sort()).toEqual(['appCode', 'channel', 'eventType', 'sourceEventId', 'sourceName']);
+  });
+
+  it('inspect and requeue work as CLI commands for scripts', async () => {
+    await setup();
+    const inspect = spawnNotice(['inspect', 'tx_2:WalletBalanceChanged:10002:COIN', '--config', env!.configFile]);
+    expect(await inspect.exited).toBe(0);
+    const rows = JSON.parse(inspect.output().slice(inspect.output().indexOf('[')));
+    expect(rows[0]).toMatchObject({ status: 'failed', last_error_code: '90012', job: { state: 'failed' } });
+
+    const dry = spawnNotice(['requeue', '--status', 'failed', '--since', '1h', '--dry-run', '--config', env!.configFile]);
+    expect(await dry.exited).toBe(0);
+    expect(JSON.parse(dry.output().slice(dry.output().indexOf('{')))).toMatchObject({ matched: 1, requeued: 0, dry_run: true });
+    expect((await ledgerStatusCounts(env!.notice)).failed).toBe(1);
+
+    env!.fakeIm.setFaults({});
+    const real = spawnNotice(['requeue', '--status', 'failed', '--source', 'wallet_outbox', '--config', env!.configFile]);
+    expect(await real.exited).toBe(0);
+    expect(JSON.parse(real.output().slice(real.output().indexOf('{')))).toMatchObject({ matched: 1, requeued: 1 });
+    await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 2, 10_000, 'delivered after CLI requeue');
+
+    const bad = spawnNotice(['requeue', '--status', 'delivered', '--config', env!.configFile]);
+    expect(await bad.exited).toBe(2);
+    expect(bad.output()).toContain('only "failed"');
+  });
+});
