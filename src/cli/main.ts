@@ -8,12 +8,24 @@ import { runMigrations } from '../db/migrate.ts';
 import { FakeImServer } from '../fake-im/server.ts';
 import { createMysqlPool } from '../platform/mysql.ts';
 import { writeDemoWalletRows } from '../demo/wallet-demo.ts';
+import { startKickPublisher, writeDemoRoomRows, type KickPublisher } from '../demo/room-demo.ts';
 import { ingestEnabled } from '../../ingest/ingest-role.ts';
 import { inspectEvent, requeueCommand } from '../ops/cli-ops.ts';
 
 const program = new Command('notice-service')
   .description('Outbox facts → Tencent IM C2C notices, with a MySQL delivery ledger')
   .showHelpAfterError();
+
+/**
+ * NOTICE_VALIDATE_ONLY=1: parse the command line and the config, then exit 0 without doing anything. CI uses it to
+ * prove every docker-compose command is one this CLI accepts, with the config the services run with.
+ */
+program.hook('preAction', (_program, action) => {
+  if (process.env.NOTICE_VALIDATE_ONLY !== '1') return;
+  loadConfig((action.opts() as { config?: string }).config);
+  console.log(`notice-service ${action.name()}: arguments and config are valid`);
+  process.exit(0);
+});
 
 const configOption = () => new Option('-c, --config <file>', 'config file (default: $NOTICE_CONFIG, else configs/local.yaml)');
 
@@ -85,16 +97,19 @@ program
 
 program
   .command('demo')
-  .description('dev/demo only: keep writing realistic wallet_outbox rows, playing the owner service')
+  .description('dev/demo only: keep writing realistic wallet (and room) outbox rows, playing the owner services')
   .addOption(configOption())
-  .option('--rate <n>', 'rows per second', '5')
-  .option('--total <n>', 'stop after this many rows (0 = run until stopped)', '0')
-  .action(async (opts: { config?: string; rate: string; total: string }) => {
+  .option('--rate <n>', 'wallet rows per second', '5')
+  .option('--total <n>', 'stop after this many wallet rows (0 = run until stopped)', '0')
+  .option('--room', 'also write room_outbox rows (kicks and other room events)', false)
+  .option('--publish-kicks', 'also publish each kick to the RocketMQ topic, like room-service', false)
+  .action(async (opts: { config?: string; rate: string; total: string; room: boolean; publishKicks: boolean }) => {
     const config = loadConfig(opts.config);
     const logger = createLogger(config.log.level, { role: 'demo' });
     const rate = Math.max(1, Number(opts.rate) || 5);
     const total = Math.max(0, Number(opts.total) || 0);
     const pool = createMysqlPool(config.mysql.url, 2);
+    let publisher: KickPublisher | undefined;
     let written = 0;
     let stopping = false;
     process.once('SIGTERM', () => (stopping = true));
@@ -102,13 +117,16 @@ program
     while (!stopping && (total === 0 || written < total)) {
       const batch = total === 0 ? rate : Math.min(rate, total - written);
       try {
+        if (opts.publishKicks && !publisher) publisher = await startKickPublisher(config, logger);
         written += await writeDemoWalletRows(pool, config.wallet_database, batch);
-        logger.info({ written }, 'demo rows committed to wallet_outbox');
+        const room = opts.room ? await writeDemoRoomRows(pool, config.room_database, Math.max(1, Math.ceil(batch / 5)), publisher) : 0;
+        logger.info({ wallet_rows: written, room_rows: room }, 'demo rows committed');
       } catch (err) {
         logger.warn({ err: (err as Error).message }, 'demo write failed; retrying');
       }
       await new Promise((r) => setTimeout(r, 1000));
     }
+    await publisher?.close();
     await pool.end();
   });
 

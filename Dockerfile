@@ -1,0 +1,32 @@
+# One image for every role: migrate, ingest, deliver, dashboard, fake-im, demo.
+# Stage 1: full install + type check, so a broken tree never becomes an image.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY . .
+RUN npm run typecheck
+
+# Stage 2: production dependencies only (tsx runs the TypeScript sources directly).
+FROM node:20-bookworm-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production NOTICE_CONFIG=/app/configs/docker.yaml
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+COPY --from=build /app/package.json ./
+COPY --from=build /app/bin ./bin
+COPY --from=build /app/src ./src
+COPY --from=build /app/queues ./queues
+COPY --from=build /app/ingest ./ingest
+COPY --from=build /app/deliver ./deliver
+COPY --from=build /app/dashboard ./dashboard
+COPY --from=build /app/drizzle ./drizzle
+COPY --from=build /app/configs ./configs
+USER node
+EXPOSE 13109 13009 13200 18080
+ENTRYPOINT ["node", "bin/notice-service.js"]
+CMD ["--help"]
