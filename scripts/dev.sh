@@ -16,6 +16,12 @@ trap cleanup EXIT INT TERM
 cli fake-im --port "${FAKE_IM_PORT:-18080}" & pids+=($!)
 sleep 1
 cli all & pids+=($!)
-cli demo --rate "${DEMO_RATE:-5}" & pids+=($!)
-echo "pipeline running: fake-im received list at http://127.0.0.1:${FAKE_IM_PORT:-18080}/_fake/messages" >&2
+NOTICE_HTTP_PORT=0 cli dashboard & pids+=($!)
+cli demo --rate "${DEMO_RATE:-5}" --room & pids+=($!)
+cat >&2 <<MSG
+pipeline running (Ctrl-C stops it):
+  dashboard   http://127.0.0.1:13200/admin/queues  and  /admin/notices
+  fake-im     http://127.0.0.1:${FAKE_IM_PORT:-18080}/_fake/messages
+  metrics     http://127.0.0.1:13109/metrics   readiness  /readyz
+MSG
 wait -n

@@ -27,7 +27,7 @@ interface RoomFact {
 export async function writeDemoRoomRows(pool: Pool, roomDatabase: string, count: number, publisher?: KickPublisher, nowMs = Date.now()): Promise<number> {
   const facts: RoomFact[] = Array.from({ length: count }, (_, i) => {
     const room = `room_${100 + Math.floor(Math.random() * 20)}`;
-    if (i % 5 === 4) return { event_id: `rev_${randomUUID()}`, event_type: 'RoomCreated', app_code: 'lalu', room_id: room, payload: { owner_user_id: '10001' }, created_at_ms: nowMs };
+    if (Math.random() < 0.2) return { event_id: `rev_${randomUUID()}`, event_type: 'RoomCreated', app_code: 'lalu', room_id: room, payload: { owner_user_id: '10001' }, created_at_ms: nowMs };
     return {
       event_id: `rev_${randomUUID()}`, event_type: 'RoomUserKicked', app_code: 'lalu', room_id: room, created_at_ms: nowMs,
       payload: { target_user_id: String(30000 + Math.floor(Math.random() * 100)), operator_user_id: '10001', reason: 'demo kick', ...(i % 2 ? { ban_until_ms: nowMs + 3_600_000 } : {}) },

@@ -7,7 +7,7 @@ import { quoteIdentifier } from '../platform/mysql.ts';
  * itself never writes an owner table; this lives here so `docker compose up` shows notices flowing.
  */
 export async function writeDemoWalletRows(pool: Pool, walletDatabase: string, count: number, nowMs = Date.now()): Promise<number> {
-  const rows = Array.from({ length: count }, (_, i) => demoWalletRow(nowMs, i));
+  const rows = Array.from({ length: count }, () => demoWalletRow(nowMs));
   const placeholders = rows.map(() => '(?, ?, ?, ?, ?, ?)').join(', ');
   await pool.query(
     `INSERT INTO ${quoteIdentifier(walletDatabase)}.wallet_outbox (app_code, event_id, event_type, user_id, payload, created_at_ms) VALUES ${placeholders}`,
@@ -16,10 +16,10 @@ export async function writeDemoWalletRows(pool: Pool, walletDatabase: string, co
   return rows.length;
 }
 
-function demoWalletRow(nowMs: number, i: number) {
+function demoWalletRow(nowMs: number) {
   const userId = String(10000 + Math.floor(Math.random() * 100));
   const tx = `tx_${randomUUID().slice(0, 12)}`;
-  if (i % 10 === 9) {
+  if (Math.random() < 0.1) {
     const level = 1 + Math.floor(Math.random() * 8);
     return {
       app_code: 'lalu', event_id: `wev_${randomUUID()}`, event_type: 'VipActivated', user_id: userId, created_at_ms: nowMs,
