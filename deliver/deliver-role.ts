@@ -12,6 +12,8 @@ import { newWorkerId } from '../src/app/worker-id.ts';
 import { DELIVER_QUEUE_NAME, type DeliverJobData } from '../queues/deliver-queue.ts';
 import { createDeliverProcessor, ledgerBackoff, type DeliveryOutcome } from './processor.ts';
 import type { NoticeMetrics } from '../src/observability/metrics.ts';
+import { Reconciler } from './reconciler.ts';
+import type { Queue } from 'bullmq';
 
 /** Deliver: a BullMQ worker on the C2C queue, sending through Tencent IM and recording outcomes in the ledger. */
 export class DeliverRole implements Role {
@@ -19,12 +21,15 @@ export class DeliverRole implements Role {
   readonly workerId = newWorkerId('deliver');
   readonly outcomes: Record<DeliveryOutcome, number> = { delivered: 0, retryable: 0, failed: 0, rate_limited: 0, not_claimed: 0 };
   private worker: Worker<DeliverJobData> | null = null;
+  reconciler: Reconciler | null = null;
   private readonly client: TencentImClient;
 
   constructor(
     private readonly config: NoticeConfig,
     private readonly pool: Pool,
     private readonly connection: Redis,
+    private readonly queue: Queue<DeliverJobData>,
+    private readonly producerRedis: Redis,
     private readonly logger: Logger,
     private readonly metrics?: NoticeMetrics,
   ) {
@@ -50,6 +55,7 @@ export class DeliverRole implements Role {
       policyFor: (source) => policies.get(source) ?? fallbackPolicy,
       retryBaseMs: this.config.deliver.retry_base_delay,
       retryMaxMs: this.config.deliver.retry_max_delay,
+      maxUnfinishedAttempts: this.config.deliver.max_unfinished_attempts,
       rateLimitQueue: (ms) => worker.rateLimit(ms),
       logger: this.logger,
       metrics: this.metrics,
@@ -71,9 +77,15 @@ export class DeliverRole implements Role {
     this.worker = worker;
     void worker.run();
     await worker.waitUntilReady();
+    this.reconciler = new Reconciler({
+      ledger: new LedgerRepository(this.pool), queue: this.queue, redis: this.producerRedis, config: this.config, owner: this.workerId,
+      maxRetryFor: (source) => (policies.get(source) ?? fallbackPolicy).maxRetryCount, logger: this.logger, metrics: this.metrics,
+    });
+    this.reconciler.start();
   }
 
   async stop(): Promise<void> {
+    await this.reconciler?.stop();
     const worker = this.worker;
     this.worker = null;
     if (worker) {

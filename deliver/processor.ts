@@ -20,6 +20,8 @@ export interface DeliverProcessorDeps {
   policyFor(sourceName: string): SourcePolicy;
   retryBaseMs: number;
   retryMaxMs: number;
+  /** Sends that started but never finished, after which the event is failed as poison. */
+  maxUnfinishedAttempts: number;
   /** Backs the whole queue off (BullMQ's worker.rateLimit); resolves once the limiter is set. */
   rateLimitQueue(ms: number): Promise<void>;
   logger: Logger;
@@ -50,7 +52,23 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
     if (outcome === 'rate_limited') m.rateLimitBackoffs.inc();
   };
 
-  return async function processDelivery(job: Job<DeliverJobData>, token?: string): Promise<string> {
+  /**
+   * MySQL (or the process) failing is not the event's fault: such a job waits and comes back without spending one
+   * of its attempts. Expected exits (retry, unrecoverable, delayed, rate limit) pass through unchanged.
+   */
+  return async function processDeliveryGuarded(job: Job<DeliverJobData>, token?: string): Promise<string> {
+    try {
+      return await processDelivery(job, token);
+    } catch (err) {
+      if (err instanceof RetryableDeliveryError || err instanceof UnrecoverableError || err instanceof DelayedError || (err as Error).message === Worker.RateLimitError().message) throw err;
+      const delayMs = retryDelayMs(Math.min(job.attemptsStarted ?? 1, 8), deps.retryBaseMs, deps.retryMaxMs);
+      deps.logger.warn({ event_id: job.data.sourceEventId, job_id: job.id, err: (err as Error).message?.slice(0, 300), retry_in_ms: delayMs }, 'infrastructure error during delivery; the job waits without spending an attempt');
+      await job.moveToDelayed(Date.now() + delayMs, token);
+      throw new DelayedError();
+    }
+  };
+
+  async function processDelivery(job: Job<DeliverJobData>, token?: string): Promise<string> {
     const key: LedgerKey = { sourceName: job.data.sourceName, appCode: job.data.appCode, sourceEventId: job.data.sourceEventId, channel: job.data.channel };
     const policy = deps.policyFor(key.sourceName);
     const log = deps.logger.child({ event_id: key.sourceEventId, source: key.sourceName, job_id: job.id });
@@ -69,6 +87,15 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
       throw new DelayedError();
     }
     const row = claim.row;
+    // This claim is counted already; earlier claims without an attempt were sends that never finished.
+    const unfinished = row.claimCount - 1 - row.attemptCount;
+    if (unfinished >= deps.maxUnfinishedAttempts) {
+      const message = `poison: ${unfinished} sends started but never finished (the worker died each time); stopped`;
+      await deps.ledger.recordFailed(key, deps.workerId, 'POISON', message, now());
+      deps.metrics?.poisoned.inc({ source: key.sourceName });
+      log.error({ unfinished }, 'event failed as poison');
+      throw new UnrecoverableError(message);
+    }
     if (row.payload === null) {
       await deps.ledger.recordFailed(key, deps.workerId, 'NO_PAYLOAD', 'ledger row has no payload', now());
       throw new UnrecoverableError('ledger row has no payload');
@@ -114,7 +141,7 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
         throw new RetryableDeliveryError(`Tencent IM ${outcome.code}: ${outcome.message}`, decision.delayMs);
       }
     }
-  };
+  }
 }
 
 /** BullMQ backoff strategy: the delay the ledger already recorded, or plain exponential for infrastructure errors. */

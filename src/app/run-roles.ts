@@ -32,8 +32,8 @@ export interface NoticeProcess {
 
 export function buildProcess(config: NoticeConfig, roleNames: readonly RoleName[], logger: Logger, metrics = new NoticeMetrics()): NoticeProcess {
   const pool = createMysqlPool(config.mysql.url, config.mysql.pool_size);
-  const producerRedis = createRedis(config.redis.url, 'producer');
-  const workerRedis = createRedis(config.redis.url, 'worker');
+  const producerRedis = createRedis(config.redis.url, 'producer', { cluster: config.redis.cluster });
+  const workerRedis = createRedis(config.redis.url, 'worker', { cluster: config.redis.cluster });
   const queue = createDeliverQueue(producerRedis, config.redis.prefix);
   queue.on('error', (err) => logger.warn({ err: err.message }, 'deliver queue connection error'));
 
@@ -48,7 +48,7 @@ export function buildProcess(config: NoticeConfig, roleNames: readonly RoleName[
   let dashboard: DashboardRole | undefined;
   try {
     if (roleNames.includes('ingest')) ingest = new IngestRole(config, pool, queue, logger, metrics);
-    if (roleNames.includes('deliver')) deliver = new DeliverRole(config, pool, workerRedis, logger, metrics);
+    if (roleNames.includes('deliver')) deliver = new DeliverRole(config, pool, workerRedis, queue, producerRedis, logger, metrics);
     if (roleNames.includes('dashboard')) dashboard = new DashboardRole(config, pool, queue, logger);
   } catch (err) {
     void closeConnections();

@@ -87,6 +87,8 @@ export const configSchema = z.strictObject({
     url: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL'),
     // A hash tag keeps every key of a queue in one Redis Cluster slot.
     prefix: z.string().regex(/^\{[^{}]+\}$/, 'must be a Redis Cluster hash tag such as "{notice}"').default('{notice}'),
+    /** Connect as a Redis Cluster client, with `url` as the seed node. */
+    cluster: z.boolean().default(false),
   }),
   tencent_im: tencentIm.default(() => tencentIm.parse({})),
   wallet_notice_worker: outboxWorker.default(() => outboxWorker.parse({})),
@@ -101,8 +103,28 @@ export const configSchema = z.strictObject({
       retry_max_delay: durationMs.default(300_000),
       /** BullMQ job lock; a job whose worker died is noticed as stalled after about this long. */
       job_lock_duration: durationMs.default(30_000),
+      /** Sends that start but never finish (the worker dies each time) before the event is failed as poison. */
+      max_unfinished_attempts: z.number().int().min(1).max(100).default(3),
     })
-    .default(() => ({ enabled: true, concurrency: 32, retry_base_delay: 1000, retry_max_delay: 300_000, job_lock_duration: 30_000 })),
+    .default(() => ({ enabled: true, concurrency: 32, retry_base_delay: 1000, retry_max_delay: 300_000, job_lock_duration: 30_000, max_unfinished_attempts: 3 })),
+  /** Finds ledger rows that should be in flight but have no live job, and re-enqueues them (runs inside deliver). */
+  reconciler: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      interval: durationMs.default(5000),
+      /** A pending row younger than this is still on its way through ingest's enqueue. */
+      pending_grace: durationMs.default(10_000),
+      batch_size: z.number().int().min(1).max(10_000).default(500),
+    })
+    .default(() => ({ enabled: true, interval: 5000, pending_grace: 10_000, batch_size: 500 })),
+  /** Ledger retention: final rows older than this are purged in bounded, indexed batches (0 = keep forever). */
+  retention: z
+    .strictObject({
+      delivered: durationMs.default(30 * 24 * 3600 * 1000),
+      failed: durationMs.default(0),
+      purge_batch_size: z.number().int().min(1).max(100_000).default(1000),
+    })
+    .default(() => ({ delivered: 30 * 24 * 3600 * 1000, failed: 0, purge_batch_size: 1000 })),
   dashboard: dashboard.default(() => dashboard.parse({})),
   health: z
     .strictObject({ grpc_port: port.default(13009), http_port: port.default(13109) })

@@ -84,11 +84,41 @@ export class LedgerRepository {
       [code, clip(message)]);
   }
 
-  /** Give the row back without spending an attempt (the provider asked the whole queue to slow down). */
+  /**
+   * Give the row back without spending an attempt (the provider asked the whole queue to slow down). The claim is
+   * taken back too, so claim_count - attempt_count keeps counting only sends that never finished.
+   */
   async releaseRateLimited(key: LedgerKey, workerId: string, code: string, message: string, nextRetryAtMs: number, nowMs: number): Promise<boolean> {
     return this.finishAttempt(key, workerId, nowMs,
-      `status = 'retryable', next_retry_at_ms = ?, last_error_code = ?, last_error = ?`,
+      `status = 'retryable', next_retry_at_ms = ?, last_error_code = ?, last_error = ?, claim_count = claim_count - 1`,
       [nextRetryAtMs, code, clip(message)]);
+  }
+
+  /**
+   * Rows that should be in flight, for the reconciler; each part is a range scan on an index and bounded by
+   * `limit`: pending older than a grace (idx_nde_status_updated), retryable past due (idx_nde_status_retry),
+   * delivering with an expired lock (idx_nde_status_updated, then the lock test on those few rows).
+   */
+  async findStranded(nowMs: number, pendingGraceMs: number, limit: number): Promise<Array<LedgerKey & { eventType: string; status: string }>> {
+    const columns = 'source_name, app_code, source_event_id, channel, event_type, status';
+    const [rows] = await this.pool.query<RowDataPacket[]>(
+      `(SELECT ${columns} FROM ${TABLE} FORCE INDEX (idx_nde_status_updated) WHERE status = 'pending' AND updated_at_ms < ? ORDER BY updated_at_ms LIMIT ?)
+       UNION ALL
+       (SELECT ${columns} FROM ${TABLE} FORCE INDEX (idx_nde_status_retry) WHERE status = 'retryable' AND next_retry_at_ms < ? ORDER BY next_retry_at_ms LIMIT ?)
+       UNION ALL
+       (SELECT ${columns} FROM ${TABLE} FORCE INDEX (idx_nde_status_updated) WHERE status = 'delivering' AND updated_at_ms < ? AND lock_until_ms < ? ORDER BY updated_at_ms LIMIT ?)`,
+      [nowMs - pendingGraceMs, limit, nowMs - pendingGraceMs, limit, nowMs - pendingGraceMs, nowMs, limit],
+    );
+    return rows.map((r) => ({ sourceName: r.source_name, appCode: r.app_code, sourceEventId: r.source_event_id, channel: r.channel, eventType: r.event_type, status: r.status }));
+  }
+
+  /** Deletes up to `limit` final rows of one status older than the cutoff; never touches a row still in flight. */
+  async purgeFinal(status: 'delivered' | 'failed', olderThanMs: number, limit: number): Promise<number> {
+    const [result] = await this.pool.query<ResultSetHeader>(
+      `DELETE FROM ${TABLE} WHERE status = ? AND updated_at_ms < ? ORDER BY updated_at_ms LIMIT ?`,
+      [status, olderThanMs, limit],
+    );
+    return result.affectedRows;
   }
 
   /**

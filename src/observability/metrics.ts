@@ -43,6 +43,11 @@ export class NoticeMetrics {
     name: 'notice_end_to_end_latency_seconds', help: 'Outbox created_at_ms to delivered', labelNames: ['source'],
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300], registers: [this.registry],
   });
+  readonly reconcilerRequeued = new Counter({
+    name: 'notice_reconciler_requeued_total', help: 'Ledger rows found without a live job and enqueued again, by ledger status', labelNames: ['status'], registers: [this.registry],
+  });
+  readonly ledgerPurged = new Counter({ name: 'notice_ledger_purged_total', help: 'Final ledger rows deleted by retention', labelNames: ['status'], registers: [this.registry] });
+  readonly poisoned = new Counter({ name: 'notice_delivery_poison_total', help: 'Events failed because their sends kept starting but never finishing', labelNames: ['source'], registers: [this.registry] });
   readonly queueJobs = new Gauge({ name: 'notice_queue_jobs', help: 'BullMQ jobs per queue and state', labelNames: ['queue', 'state'], registers: [this.registry] });
 
   private readonly collectors: Array<() => Promise<void>> = [];

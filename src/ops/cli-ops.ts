@@ -12,7 +12,7 @@ import { RoleConfigError } from '../app/role.ts';
 
 async function withResources<T>(config: NoticeConfig, work: (r: { pool: ReturnType<typeof createMysqlPool>; queue: ReturnType<typeof createDeliverQueue> }) => Promise<T>): Promise<T> {
   const pool = createMysqlPool(config.mysql.url, 2);
-  const redis = createRedis(config.redis.url, 'producer');
+  const redis = createRedis(config.redis.url, 'producer', { cluster: config.redis.cluster });
   const queue = createDeliverQueue(redis, config.redis.prefix);
   try {
     return await work({ pool, queue });
