@@ -40,6 +40,7 @@ export class DeliverRole implements Role {
     this.client = new TencentImClient(
       { baseUrl: im.base_url, sdkAppId: im.sdk_app_id, adminIdentifier: im.admin_identifier, requestTimeoutMs: im.request_timeout, msgLifeTimeMs: im.msg_lifetime, maxSockets: config.deliver.concurrency },
       new UserSigCache(im.sdk_app_id, im.secret_key, im.admin_identifier, im.usersig_ttl),
+      logger,
     );
   }
 

@@ -5,6 +5,7 @@ import got, { type Got } from 'got';
 import { classifyErrorCode } from './error-codes.ts';
 import { buildSendMsgBody, type C2CNotice } from './message.ts';
 import type { UserSigCache } from './usersig.ts';
+import type { Logger } from 'pino';
 
 /** What one send came to. Expected outcomes are values; only programming errors throw. */
 export type SendOutcome =
@@ -41,6 +42,7 @@ export class TencentImClient implements TencentImSender {
   constructor(
     private readonly options: TencentImClientOptions,
     private readonly userSig: UserSigCache,
+    private readonly logger?: Logger,
   ) {
     this.agents = {
       http: new http.Agent({ keepAlive: true, maxSockets: options.maxSockets }),
@@ -62,6 +64,8 @@ export class TencentImClient implements TencentImSender {
     const first = await this.post(body);
     if (first.resign) {
       // The cached sig was rejected: mint a fresh one and try once more within the same attempt.
+      const rejected = first.outcome as { code?: string; message?: string };
+      this.logger?.warn({ code: rejected.code, error: rejected.message }, 'Tencent IM rejected the admin UserSig; minted a new one');
       this.userSig.invalidate();
       // A fresh sig rejected too means a config problem (wrong key or clock); it stays a retryable error so a fixed
       // config heals the backlog within the retry budget.

@@ -1,0 +1,213 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { PoolConnection } from 'mysql2/promise';
+import { createTestEnv, type TestEnv } from '../helpers/env.ts';
+import { balanceChanged, insertWalletRows } from '../helpers/outbox.ts';
+import { PrivateRedis } from '../helpers/redis-server.ts';
+import { spawnNotice, waitForOutput, type Spawned } from '../helpers/spawn.ts';
+import type { Faults } from '../../src/fake-im/server.ts';
+
+export const OUT_DIR = join(process.cwd(), '.tmp', 'faults');
+
+export interface WriterOptions {
+  connections: number;
+  ratePerSecond: number;
+  /** Rows per owner transaction (1..n). */
+  maxRowsPerTx: number;
+  /** Random wait inside the transaction before commit: commits land out of id order. */
+  maxCommitDelayMs: number;
+  rollbackRate: number;
+}
+
+export interface Scenario {
+  name: string;
+  title: string;
+  events: number;
+  ingest: number;
+  deliver: number;
+  writer?: Partial<WriterOptions>;
+  config?: Record<string, unknown>;
+  faults?: Faults;
+  /** Runs while the writers write; `progress()` is the share of events committed so far. */
+  inject?: (h: Harness) => Promise<void>;
+  /** Users fake-im never imported: their events must end failed, not lost. */
+  notImported?: string[];
+}
+
+export interface Harness {
+  env: TestEnv;
+  redis: PrivateRedis;
+  procs: Array<{ role: string; proc: Spawned }>;
+  progress(): number;
+  writing(): boolean;
+  spawn(role: 'ingest' | 'deliver'): Promise<Spawned>;
+  kill(proc: Spawned, signal?: NodeJS.Signals): Promise<void>;
+  note(text: string): void;
+}
+
+export interface ScenarioResult {
+  scenario: string;
+  title: string;
+  written: number;
+  rolled_back: number;
+  delivered: number;
+  failed: number;
+  failed_by_code: Record<string, number>;
+  fake_im_requests: number;
+  duplicate_sends: number;
+  user_visible_duplicates: number;
+  lost: number;
+  phantom: number;
+  drain_seconds: number;
+  injections: string[];
+  secret_leaks: string[];
+}
+
+const BASE_CONFIG = {
+  wallet_notice_worker: { poll_interval: '100ms', batch_size: 200, lock_ttl: '5s', max_retry_count: 12, gap_grace: '30s' },
+  deliver: { concurrency: 16, retry_base_delay: '200ms', retry_max_delay: '2s', job_lock_duration: '5s' },
+  tencent_im: { request_timeout: '1s' },
+  reconciler: { interval: '1s', pending_grace: '3s', batch_size: 500 },
+  log: { level: 'info' },
+  shutdown_timeout: '5s',
+};
+
+export async function runScenario(s: Scenario): Promise<ScenarioResult> {
+  const redis = new PrivateRedis(['--maxmemory-policy', 'noeviction']);
+  const redisUrl = await redis.start();
+  const env = await createTestEnv(merge(merge(BASE_CONFIG, { redis: { url: redisUrl } }), s.config ?? {}));
+  const dir = join(OUT_DIR, s.name);
+  mkdirSync(dir, { recursive: true });
+  env.fakeIm.setFaults({ ...(s.faults ?? {}), not_imported: s.notImported ?? [] });
+  const injections: string[] = [];
+  const procs: Harness['procs'] = [];
+  let committed = 0;
+  let rolledBack = 0;
+  let writing = true;
+  const committedIds = new Set<string>();
+
+  const h: Harness = {
+    env, redis, procs,
+    progress: () => committed / s.events,
+    writing: () => writing,
+    async spawn(role) {
+      const proc = spawnNotice([role, '--config', env.configFile]);
+      procs.push({ role, proc });
+      await waitForOutput(proc, /notice-service started/, 20_000);
+      return proc;
+    },
+    async kill(proc, signal = 'SIGKILL') {
+      if (proc.child.exitCode !== null) return;
+      proc.child.kill(signal);
+      await proc.exited;
+    },
+    note: (text) => injections.push(`${((Date.now() - started) / 1000).toFixed(1)}s ${text}`),
+  };
+
+  for (let i = 0; i < s.ingest; i++) await h.spawn('ingest');
+  for (let i = 0; i < s.deliver; i++) await h.spawn('deliver');
+  const started = Date.now();
+
+  const w: WriterOptions = { connections: 4, ratePerSecond: 600, maxRowsPerTx: 3, maxCommitDelayMs: 0, rollbackRate: 0, ...s.writer };
+  let next = 0;
+  const writer = async () => {
+    const conn: PoolConnection = await env.owner.getConnection();
+    try {
+      while (next < s.events) {
+        const size = Math.min(1 + Math.floor(Math.random() * w.maxRowsPerTx), s.events - next);
+        const rows = Array.from({ length: size }, () => balanceChanged(++next));
+        await conn.beginTransaction();
+        await insertWalletRows(conn, env.config.wallet_database, rows);
+        if (w.maxCommitDelayMs > 0) await sleep(Math.random() * w.maxCommitDelayMs);
+        if (Math.random() < w.rollbackRate) {
+          await conn.rollback();
+          rolledBack += rows.length;
+        } else {
+          await conn.commit();
+          committed += rows.length;
+          for (const r of rows) committedIds.add(r.event_id!);
+        }
+        await sleep((size / w.ratePerSecond) * w.connections * 1000);
+      }
+    } finally {
+      conn.release();
+    }
+  };
+  const writers = Promise.all(Array.from({ length: w.connections }, writer)).then(() => {
+    writing = false;
+  });
+  await Promise.all([writers, s.inject?.(h)]);
+  const writtenAt = Date.now();
+
+  // Drain: every committed event reaches a final ledger state.
+  let finalCount = 0;
+  const deadline = Date.now() + 180_000;
+  while (Date.now() < deadline) {
+    const [rows] = await env.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_delivery_events WHERE status IN ('delivered', 'failed')");
+    finalCount = Number(rows[0].n);
+    if (finalCount >= committedIds.size) break;
+    await sleep(250);
+  }
+  const drainSeconds = (Date.now() - writtenAt) / 1000;
+
+  const [ledger] = await env.notice.query<any[]>('SELECT source_event_id, status, last_error_code FROM notice_delivery_events');
+  const ledgerById = new Map(ledger.map((r) => [r.source_event_id as string, r]));
+  const messages = env.fakeIm.messages();
+  const perEvent = new Map<string, number>();
+  for (const m of messages) {
+    if (m.duplicate) continue;
+    const id = JSON.parse(m.data).event_id as string;
+    perEvent.set(id, (perEvent.get(id) ?? 0) + 1);
+  }
+  const failedByCode: Record<string, number> = {};
+  for (const r of ledger) if (r.status === 'failed') failedByCode[r.last_error_code] = (failedByCode[r.last_error_code] ?? 0) + 1;
+  let lost = 0;
+  for (const id of committedIds) {
+    const row = ledgerById.get(id);
+    const final = row && (row.status === 'failed' || (row.status === 'delivered' && perEvent.has(id)));
+    if (!final) lost++;
+  }
+  const phantom = [...perEvent.keys()].filter((id) => !committedIds.has(id)).length;
+
+  for (const { proc } of procs) if (proc.child.exitCode === null) proc.child.kill('SIGTERM');
+  await Promise.all(procs.map(({ proc }) => proc.exited));
+  const logs = procs.map(({ role, proc }, i) => ({ file: join(dir, `${i}-${role}.log`), text: proc.output() }));
+  for (const l of logs) writeFileSync(l.file, l.text);
+  const secretLeaks = scanForSecrets(logs, env.config.tencent_im.secret_key);
+
+  const result: ScenarioResult = {
+    scenario: s.name, title: s.title, written: committedIds.size, rolled_back: rolledBack,
+    delivered: ledger.filter((r) => r.status === 'delivered').length, failed: ledger.filter((r) => r.status === 'failed').length,
+    failed_by_code: failedByCode, fake_im_requests: env.fakeIm.getStats().requests,
+    duplicate_sends: messages.filter((m) => m.duplicate).length,
+    user_visible_duplicates: [...perEvent.values()].filter((n) => n > 1).length,
+    lost, phantom, drain_seconds: Math.round(drainSeconds * 10) / 10, injections, secret_leaks: secretLeaks,
+  };
+  await env.close();
+  await redis.destroy();
+  return result;
+}
+
+/** No captured log line may hold the Tencent secret key or a UserSig (minted sigs are zlib+base64: "eJ…"). */
+function scanForSecrets(logs: Array<{ file: string; text: string }>, secret: string): string[] {
+  const leaks: string[] = [];
+  for (const { file, text } of logs) {
+    if (text.includes(secret)) leaks.push(`${file}: secret key`);
+    if (/usersig=[^&\s"]+/i.test(text)) leaks.push(`${file}: usersig query parameter`);
+    if (/eJ[wyz][A-Za-z0-9*_-]{40,}/.test(text)) leaks.push(`${file}: UserSig-like token`);
+  }
+  return leaks;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...a };
+  for (const [k, v] of Object.entries(b)) {
+    const cur = out[k];
+    out[k] = cur && typeof cur === 'object' && !Array.isArray(cur) && v && typeof v === 'object' && !Array.isArray(v) ? merge(cur as Record<string, unknown>, v as Record<string, unknown>) : v;
+  }
+  return out;
+}

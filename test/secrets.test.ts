@@ -1,0 +1,76 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createTestEnv, waitFor, TEST_SECRET, type TestEnv } from './helpers/env.ts';
+import { balanceChanged, insertWalletRows, ledgerStatusCounts } from './helpers/outbox.ts';
+import { kick, mqBody } from './helpers/room.ts';
+import { FakeRocketMqProxy } from './helpers/fake-rocketmq-proxy.ts';
+import { spawnNotice, stopGracefully, waitForOutput, type Spawned } from './helpers/spawn.ts';
+import { ConfigError, parseConfigText } from '../src/config/load.ts';
+
+const MQ_ACCESS = 'AKIDmqAccessKey0042';
+const MQ_SECRET = 'mqSecretValue-do-not-print-9931';
+
+let env: TestEnv | undefined;
+let mq: FakeRocketMqProxy | undefined;
+let procs: Spawned[] = [];
+afterEach(async () => {
+  for (const p of procs) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+  procs = [];
+  await mq?.stop();
+  await env?.close();
+  env = mq = undefined;
+});
+
+describe('secrets never reach logs, errors or job data', () => {
+  it('scans trace-level logs of ingest (with MQ credentials) and deliver through signature, transport and timeout errors', async () => {
+    mq = new FakeRocketMqProxy();
+    await mq.start();
+    env = await createTestEnv({
+      log: { level: 'trace' },
+      tencent_im: { request_timeout: '500ms' },
+      wallet_notice_worker: { max_retry_count: 10 },
+      room_notice_worker: { max_retry_count: 10 },
+      rocketmq: { enabled: true, endpoints: mq.endpoint, access_key: MQ_ACCESS, secret_key: MQ_SECRET, room_outbox: { enabled: true, invisible_duration: '1s', await_duration: '1s' } },
+    });
+    env.fakeIm.setFaults({ errors: [{ code: 70001, count: 2 }, { code: 70003, count: 1 }], drop_connections: 1, http_errors: 1, timeout_rate: 0.3, timeout_ms: 800 });
+    const ingest = spawnNotice(['ingest', '--config', env.configFile]);
+    const deliver = spawnNotice(['deliver', '--config', env.configFile]);
+    procs.push(ingest, deliver);
+    await Promise.all([waitForOutput(ingest, /notice-service started/), waitForOutput(deliver, /notice-service started/)]);
+    await insertWalletRows(env.owner, env.config.wallet_database, Array.from({ length: 10 }, (_, i) => balanceChanged(i + 1)));
+    mq.publish('hyapp_room_outbox', mqBody(kick(1)), { tag: 'RoomUserKicked' });
+    mq.publish('hyapp_room_outbox', 'poison {', { tag: 'RoomUserKicked' });
+    await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 11, 30_000, 'all delivered');
+    await Promise.all([stopGracefully(ingest), stopGracefully(deliver)]);
+
+    const output = ingest.output() + deliver.output();
+    expect(output.length).toBeGreaterThan(1000); // trace logging really happened
+    expect(output).toMatch(/"code":"70001".*rejected the admin UserSig/); // the signature error was logged, as a code and a message
+    for (const secret of [TEST_SECRET, MQ_ACCESS, MQ_SECRET]) expect(output).not.toContain(secret);
+    expect(output).not.toMatch(/usersig=/i);
+    expect(output).not.toMatch(/eJ[wyz][A-Za-z0-9*_-]{40,}/);
+
+    // Redis holds ledger keys only: no secret, no payload, no user id.
+    const keys = await env.redis.keys(`${env.config.redis.prefix}*`);
+    let dump = '';
+    for (const key of keys) {
+      const type = await env.redis.type(key);
+      if (type === 'hash') dump += JSON.stringify(await env.redis.hgetall(key));
+      else if (type === 'string') dump += await env.redis.get(key);
+    }
+    expect(dump).toContain('tx_1:WalletBalanceChanged:10001:COIN');
+    for (const secret of [TEST_SECRET, MQ_ACCESS, MQ_SECRET, 'available_after', '"userId"']) expect(dump).not.toContain(secret);
+  });
+
+  it('config errors name the key, never the secret value', () => {
+    try {
+      parseConfigText('mysql: { url: "postgres://notice:Pa55w0rdSecret@db/x" }\nredis: { url: "redis://:RedisSecret99@r" , prefix: 5 }\ntencent_im: { enabled: true, secret_key: 12345678 }', 't', {});
+      throw new Error('accepted');
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      const text = (err as Error).message;
+      expect(text).toContain('mysql.url');
+      expect(text).toContain('tencent_im.secret_key');
+      for (const secret of ['Pa55w0rdSecret', 'RedisSecret99', '12345678']) expect(text).not.toContain(secret);
+    }
+  });
+});
