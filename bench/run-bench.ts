@@ -1,0 +1,291 @@
+/**
+ * `npm run bench`: real notice-service processes against the local MariaDB, a private redis-server and fake-im
+ * (answering after 20 ms, like a regional API). Prints a markdown table and writes bench/report.{md,json}.
+ * BENCH_SMOKE=1 runs every phase tiny (seconds) to keep the bench working in CI; BENCH_ONLY=a,b picks phases;
+ * BENCH_RUNS sets the repetitions whose median is reported.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createWorld, processUsage, type Counters, type World } from './world.ts';
+import { preload, steadyStream } from './writer.ts';
+import { runBaseline } from './baseline.ts';
+import { median, percentile } from './proc-stats.ts';
+import { runGrowth } from './growth.ts';
+import { FakeRocketMqProxy } from '../test/helpers/fake-rocketmq-proxy.ts';
+import { kick, mqBody } from '../test/helpers/room.ts';
+import { configSchema } from '../src/config/schema.ts';
+
+const SMOKE = process.env.BENCH_SMOKE === '1';
+const RUNS = Number(process.env.BENCH_RUNS ?? (SMOKE ? 1 : 3));
+const ONLY = process.env.BENCH_ONLY?.split(',').filter(Boolean);
+const IM_LATENCY_MS = Number(process.env.BENCH_IM_LATENCY_MS ?? 20);
+const want = (phase: string) => !ONLY || ONLY.includes(phase);
+
+const PIPELINE = {
+  wallet_notice_worker: { poll_interval: '100ms', batch_size: 500, lock_ttl: '30s', max_retry_count: 10, gap_grace: '60s' },
+  deliver: { concurrency: 64, retry_base_delay: '1s', retry_max_delay: '30s', job_lock_duration: '30s' },
+  tencent_im: { request_timeout: '3s', rate_limit_per_second: 0 },
+  reconciler: { interval: '5s', pending_grace: '10s' },
+};
+
+const report: Record<string, unknown> = { generated_at: new Date().toISOString(), smoke: SMOKE, runs: RUNS, im_latency_ms: IM_LATENCY_MS };
+const log = (text: string) => process.stderr.write(`[bench] ${text}\n`);
+
+async function waitDelivered(world: World, n: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (world.env.fakeIm.delivered().length < n) {
+    if (Date.now() > deadline) throw new Error(`only ${world.env.fakeIm.delivered().length}/${n} delivered`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function delta(a: Counters, b: Counters) {
+  return { questions: b.mysqlQuestions - a.mysqlQuestions, mysqlCpu: b.mysqlCpu - a.mysqlCpu, redisCommands: b.redisCommands - a.redisCommands, redisCpu: b.redisCpu - a.redisCpu };
+}
+
+/** 1. Capacity: drain a preloaded backlog with the rate limit off. */
+async function capacity(ingest: number, deliver: number, events: number) {
+  const world = await createWorld({ ...PIPELINE });
+  try {
+    world.env.fakeIm.setFaults({ delay_ms: IM_LATENCY_MS });
+    await preload(world.env.owner, world.env.config.wallet_database, events);
+    for (let i = 0; i < ingest; i++) await world.spawn('ingest');
+    const before = await world.counters();
+    for (let i = 0; i < deliver; i++) await world.spawn('deliver');
+    await waitDelivered(world, events, 300_000);
+    const after = await world.counters();
+    const received = world.env.fakeIm.delivered().map((m) => m.receivedAtMs).sort((a, b) => a - b);
+    const seconds = (received[received.length - 1]! - received[0]!) / 1000;
+    const usage = processUsage(world);
+    const d = delta(before, after);
+    const per1k = (cpu: number) => Math.round((cpu / events) * 1000 * 1000) / 1000;
+    return {
+      events_per_second: Math.round(events / seconds),
+      cpu_s_per_1k: {
+        ingest: per1k(usage.filter((u) => u.role === 'ingest').reduce((s, u) => s + u.cpu, 0)),
+        deliver: per1k(usage.filter((u) => u.role === 'deliver').reduce((s, u) => s + u.cpu, 0)),
+        mariadb: per1k(d.mysqlCpu),
+        redis: per1k(d.redisCpu),
+      },
+      mysql_statements_per_event: Math.round((d.questions / events) * 100) / 100,
+      redis_commands_per_event: Math.round((d.redisCommands / events) * 100) / 100,
+      peak_rss_mb: Object.fromEntries(usage.map((u, i) => [`${u.role}#${i}`, u.peakRssMb])),
+    };
+  } finally {
+    await world.close();
+  }
+}
+
+function medianOf<T extends Record<string, any>>(runs: T[], pick: (r: T) => number): number {
+  return median(runs.map(pick));
+}
+
+if (want('capacity')) {
+  const events = SMOKE ? 500 : 20_000;
+  for (const [ingest, deliver] of [[1, 1], [2, 2]] as const) {
+    const runs: Array<Awaited<ReturnType<typeof capacity>>> = [];
+    for (let i = 0; i < RUNS; i++) {
+      log(`capacity ${ingest}+${deliver}, run ${i + 1}/${RUNS}, ${events} events`);
+      runs.push(await capacity(ingest, deliver, events));
+    }
+    report[`capacity_${ingest}x${deliver}`] = {
+      events,
+      runs: runs.map((r) => r.events_per_second),
+      median_events_per_second: medianOf(runs, (r) => r.events_per_second),
+      median_cpu_s_per_1k: Object.fromEntries(Object.keys(runs[0]!.cpu_s_per_1k).map((k) => [k, medianOf(runs, (r) => (r.cpu_s_per_1k as Record<string, number>)[k]!)])),
+      median_mysql_statements_per_event: medianOf(runs, (r) => r.mysql_statements_per_event),
+      median_redis_commands_per_event: medianOf(runs, (r) => r.redis_commands_per_event),
+      peak_rss_mb: runs[runs.length - 1]!.peak_rss_mb,
+    };
+  }
+}
+
+/** 2 + 3. Latency at a steady rate, for several poll intervals, and the seed-shaped baseline at its settings. */
+async function latency(pollInterval: string, rate: number, seconds: number) {
+  const world = await createWorld({ ...PIPELINE, wallet_notice_worker: { ...PIPELINE.wallet_notice_worker, poll_interval: pollInterval, batch_size: 100 } });
+  try {
+    world.env.fakeIm.setFaults({ delay_ms: IM_LATENCY_MS });
+    await world.spawn('ingest');
+    await world.spawn('deliver');
+    // Idle cost first: statements per poll with nothing to read.
+    const idleBefore = await world.counters();
+    await new Promise((r) => setTimeout(r, SMOKE ? 1000 : 5000));
+    const idleAfter = await world.counters();
+    const polls = (idleAfter.atMs - idleBefore.atMs) / configSchema.shape.wallet_notice_worker.parse({ poll_interval: pollInterval }).poll_interval;
+    const committedAt = await steadyStream(world.env.owner, world.env.config.wallet_database, rate, seconds);
+    await waitDelivered(world, committedAt.size, 60_000);
+    const latencies = world.env.fakeIm.delivered().map((m) => m.receivedAtMs - committedAt.get(JSON.parse(m.data).event_id)!).sort((a, b) => a - b);
+    return {
+      poll_interval: pollInterval, events: latencies.length,
+      p50_ms: percentile(latencies, 50), p95_ms: percentile(latencies, 95), p99_ms: percentile(latencies, 99), max_ms: latencies[latencies.length - 1],
+      idle_statements_per_poll: Math.round(((idleAfter.mysqlQuestions - idleBefore.mysqlQuestions) / polls) * 100) / 100,
+    };
+  } finally {
+    await world.close();
+  }
+}
+
+async function mqLatency(rate: number, seconds: number) {
+  const proxy = new FakeRocketMqProxy();
+  await proxy.start();
+  proxy.longPollCapMs = 20_000;
+  const world = await createWorld({ ...PIPELINE, wallet_notice_worker: { enabled: false }, rocketmq: { enabled: true, endpoints: proxy.endpoint, room_outbox: { enabled: true, invisible_duration: '30s', await_duration: '20s' } } });
+  try {
+    world.env.fakeIm.setFaults({ delay_ms: IM_LATENCY_MS });
+    await world.spawn('ingest');
+    await world.spawn('deliver');
+    await new Promise((r) => setTimeout(r, 1000));
+    const publishedAt = new Map<string, number>();
+    const total = Math.round(rate * seconds);
+    const started = Date.now();
+    for (let i = 1; i <= total; i++) {
+      const wait = started + (i / rate) * 1000 - Date.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      const fact = kick(i);
+      proxy.publish('hyapp_room_outbox', mqBody(fact), { tag: 'RoomUserKicked', keys: [fact.event_id] });
+      publishedAt.set(fact.event_id, Date.now());
+    }
+    await waitDelivered(world, total, 60_000);
+    const latencies = world.env.fakeIm.delivered().map((m) => m.receivedAtMs - publishedAt.get(JSON.parse(m.data).event_id)!).sort((a, b) => a - b);
+    return { path: 'rocketmq', events: latencies.length, p50_ms: percentile(latencies, 50), p95_ms: percentile(latencies, 95), p99_ms: percentile(latencies, 99), max_ms: latencies[latencies.length - 1] };
+  } finally {
+    await world.close();
+    await proxy.stop();
+  }
+}
+
+if (want('latency')) {
+  const seconds = SMOKE ? 2 : 20;
+  const rows = [];
+  for (const poll of SMOKE ? ['500ms'] : ['500ms', '200ms', '100ms', '50ms']) {
+    log(`latency at 150/s, poll_interval ${poll}`);
+    rows.push(await latency(poll, 150, seconds));
+  }
+  report.latency_poller = rows;
+  log('latency at 150/s, RocketMQ path');
+  report.latency_mq = await mqLatency(150, seconds);
+}
+
+if (want('baseline')) {
+  const durationMs = SMOKE ? 3000 : 30_000;
+  log('baseline (seed shape: poll 500ms, batch 100, one by one)');
+  const world = await createWorld({ ...PIPELINE });
+  try {
+    world.env.fakeIm.setFaults({ delay_ms: IM_LATENCY_MS });
+    await preload(world.env.owner, world.env.config.wallet_database, SMOKE ? 500 : 5000);
+    const result = await runBaseline(world.env.owner, world.env.config, { pollIntervalMs: 500, batchSize: 100, durationMs });
+    const throughput = Math.round((result.delivered / result.elapsedMs) * 1000 * 10) / 10;
+    const baselineLatency = await (async () => {
+      // Its commit→send latency at 150/s: it cannot keep up, so latency grows with the run; report the run's p99.
+      const w2 = await createWorld({ ...PIPELINE });
+      try {
+        w2.env.fakeIm.setFaults({ delay_ms: IM_LATENCY_MS });
+        const streamSeconds = SMOKE ? 2 : 20;
+        const [committedAt] = await Promise.all([
+          steadyStream(w2.env.owner, w2.env.config.wallet_database, 150, streamSeconds),
+          runBaseline(w2.env.owner, w2.env.config, { pollIntervalMs: 500, batchSize: 100, durationMs: streamSeconds * 1000 + 5000 }),
+        ]);
+        const sent = w2.env.fakeIm.delivered().map((m) => m.receivedAtMs - (committedAt.get(JSON.parse(m.data).event_id) ?? NaN)).filter(Number.isFinite).sort((a, b) => a - b);
+        return { sent: sent.length, of: committedAt.size, p50_ms: percentile(sent, 50), p99_ms: percentile(sent, 99) };
+      } finally {
+        await w2.close();
+      }
+    })();
+    report.baseline = { events_per_second: throughput, delivered: result.delivered, elapsed_ms: result.elapsedMs, latency_at_150_per_s: baselineLatency };
+  } finally {
+    await world.close();
+  }
+}
+
+/** 4. Rate limit: a backlog drained by three deliver processes under the global 200/s limiter, fake-im enforcing 200/s. */
+if (want('ratelimit')) {
+  const events = SMOKE ? 600 : 20_000;
+  log(`rate limit: ${events} backlog, 3 deliver processes, limit 200/s`);
+  const world = await createWorld({ ...PIPELINE, tencent_im: { request_timeout: '3s', rate_limit_per_second: 200 } });
+  try {
+    world.env.fakeIm.setFaults({ delay_ms: IM_LATENCY_MS, rate_limit_per_second: 200 });
+    await preload(world.env.owner, world.env.config.wallet_database, events);
+    await world.spawn('ingest');
+    for (let i = 0; i < 3; i++) await world.spawn('deliver');
+    await waitDelivered(world, events, 600_000);
+    const received = world.env.fakeIm.delivered().map((m) => m.receivedAtMs).sort((a, b) => a - b);
+    const seconds = (received[received.length - 1]! - received[0]!) / 1000;
+    // Busiest sliding one-second window, computed from the receive times (stricter than aligned seconds).
+    let busiest = 0;
+    for (let i = 0, j = 0; i < received.length; i++) {
+      while (received[i]! - received[j]! >= 1000) j++;
+      busiest = Math.max(busiest, i - j + 1);
+    }
+    const stats = world.env.fakeIm.getStats();
+    report.rate_limit = {
+      events, drain_seconds: Math.round(seconds * 10) / 10, busiest_aligned_second: stats.max_per_second, busiest_sliding_second: busiest,
+      over_frequency_answers: stats.by_code['60007'] ?? 0, achieved_per_second: Math.round((events / seconds) * 10) / 10, share_of_200: Math.round((events / seconds / 200) * 1000) / 10,
+    };
+  } finally {
+    await world.close();
+  }
+}
+
+if (want('growth')) {
+  log('growth: poll and reconciler pass at 10k and at 2M rows');
+  report.growth = await runGrowth(SMOKE ? [10_000, 50_000] : [10_000, 2_000_000], log);
+}
+
+if (want('footprint')) {
+  log('footprint: Redis memory per waiting job');
+  const world = await createWorld({ ...PIPELINE });
+  try {
+    const events = SMOKE ? 1000 : 10_000;
+    await preload(world.env.owner, world.env.config.wallet_database, events);
+    const before = await world.counters();
+    await world.spawn('ingest');
+    const deadline = Date.now() + 120_000;
+    while ((await world.env.redis.ping()) && Date.now() < deadline) {
+      const [rows] = await world.env.notice.query<any[]>('SELECT COUNT(*) AS n FROM notice_delivery_events');
+      if (Number(rows[0].n) >= events) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    const after = await world.counters();
+    report.footprint = { waiting_jobs: events, redis_bytes_per_waiting_job: Math.round((after.redisUsedMemory - before.redisUsedMemory) / events), ingest_peak_rss_mb: processUsage(world)[0]!.peakRssMb };
+  } finally {
+    await world.close();
+  }
+}
+
+writeFileSync(join('bench', SMOKE ? 'report.smoke.json' : 'report.json'), JSON.stringify(report, null, 2));
+const md = renderMarkdown(report);
+writeFileSync(join('bench', SMOKE ? 'report.smoke.md' : 'report.md'), md);
+console.log(md);
+process.exit(0);
+
+function renderMarkdown(r: Record<string, any>): string {
+  const out: string[] = [`# Benchmark (${r.generated_at}${r.smoke ? ', SMOKE — sizes too small to mean anything' : ''})`, '', `fake-im answers after ${r.im_latency_ms} ms; medians of ${r.runs} run(s); 2-core machine, everything co-located.`, ''];
+  for (const key of ['capacity_1x1', 'capacity_2x2']) {
+    const c = r[key];
+    if (!c) continue;
+    out.push(`**Capacity ${key.slice(9)} (ingest×deliver)**: ${c.median_events_per_second} events/s (runs ${c.runs.join(', ')}) for ${c.events} events; CPU s per 1k events: ingest ${c.median_cpu_s_per_1k.ingest}, deliver ${c.median_cpu_s_per_1k.deliver}, MariaDB ${c.median_cpu_s_per_1k.mariadb}, Redis ${c.median_cpu_s_per_1k.redis}; MySQL statements/event ${c.median_mysql_statements_per_event}; Redis commands/event ${c.median_redis_commands_per_event}; peak RSS MB ${JSON.stringify(c.peak_rss_mb)}`, '');
+  }
+  if (r.baseline) {
+    const ours = r.capacity_1x1?.median_events_per_second;
+    out.push(`**Baseline (seed shape, 500 ms / 100)**: ${r.baseline.events_per_second} events/s; at 150/s it sent ${r.baseline.latency_at_150_per_s.sent}/${r.baseline.latency_at_150_per_s.of} with p99 ${r.baseline.latency_at_150_per_s.p99_ms} ms.` + (ours ? ` Ratio ours(1×1)/baseline throughput: **${Math.round((ours / r.baseline.events_per_second) * 10) / 10}×**.` : ''), '');
+  }
+  if (r.latency_poller) {
+    out.push('**Latency at 150 events/s (commit → fake-im receives)**', '', '| path | poll_interval | p50 ms | p95 ms | p99 ms | max ms | idle statements/poll |', '|---|---|---|---|---|---|---|');
+    for (const l of r.latency_poller) out.push(`| MySQL poller | ${l.poll_interval} | ${l.p50_ms} | ${l.p95_ms} | ${l.p99_ms} | ${l.max_ms} | ${l.idle_statements_per_poll} |`);
+    if (r.latency_mq) out.push(`| RocketMQ (publish → receive) | – | ${r.latency_mq.p50_ms} | ${r.latency_mq.p95_ms} | ${r.latency_mq.p99_ms} | ${r.latency_mq.max_ms} | – |`);
+    if (r.baseline && r.latency_poller[0]) out.push('', `p99 ratio ours(500 ms)/baseline: ${Math.round((r.latency_poller[0].p99_ms / r.baseline.latency_at_150_per_s.p99_ms) * 1000) / 1000}`);
+    out.push('');
+  }
+  if (r.rate_limit) {
+    const l = r.rate_limit;
+    out.push(`**Rate limit 200/s, 3 deliver processes, ${l.events} backlog**: drained in ${l.drain_seconds} s, ${l.achieved_per_second}/s = ${l.share_of_200} % of 200/s; busiest second ${l.busiest_aligned_second} (aligned), ${l.busiest_sliding_second} (sliding); over-frequency answers ${l.over_frequency_answers}.`, '');
+  }
+  if (r.growth) {
+    out.push('**Growth** (median ms)', '', '| rows (outbox = ledger) | idle poll | batch poll (100 rows) | reconciler pass |', '|---|---|---|---|');
+    for (const g of r.growth.points) out.push(`| ${g.rows} | ${g.idle_poll_ms} | ${g.batch_poll_ms} | ${g.reconciler_pass_ms} |`);
+    out.push('', `ratios largest/smallest: idle poll ${r.growth.ratios.idle_poll}, batch poll ${r.growth.ratios.batch_poll}, reconciler ${r.growth.ratios.reconciler_pass}`, '');
+  }
+  if (r.footprint) out.push(`**Footprint**: Redis ${r.footprint.redis_bytes_per_waiting_job} bytes per waiting job; ingest peak RSS ${r.footprint.ingest_peak_rss_mb} MB.`, '');
+  return out.join('\n');
+}
