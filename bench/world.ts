@@ -26,7 +26,7 @@ export interface Counters {
 export async function createWorld(config: Record<string, unknown>): Promise<World> {
   const redis = new PrivateRedis(['--maxmemory-policy', 'noeviction']);
   const url = await redis.start();
-  const env = await createTestEnv({ log: { level: 'warn' }, ...config, redis: { url, ...((config.redis as object) ?? {}) } });
+  const env = await createTestEnv({ log: { level: 'info' }, ...config, redis: { url, ...((config.redis as object) ?? {}) } });
   const procs: World['procs'] = [];
   const mariadbPid = pidOf('mariadbd') ?? pidOf('mysqld');
   const { Redis } = await import('ioredis');
@@ -35,7 +35,8 @@ export async function createWorld(config: Record<string, unknown>): Promise<Worl
   return {
     env, redis, procs,
     async spawn(role) {
-      const proc = spawnNotice([role, '--config', env.configFile]);
+      // BENCH_PROFILE=1 writes a V8 CPU profile per process into .tmp/prof (open it in Chrome DevTools).
+      const proc = spawnNotice([role, '--config', env.configFile], {}, process.env.BENCH_PROFILE === '1' ? ['--cpu-prof', '--cpu-prof-dir=.tmp/prof'] : []);
       await waitForOutput(proc, /notice-service started/, 30_000);
       procs.push({ role, proc, cpuAtStart: cpuSeconds(proc.child.pid!) });
       return proc;

@@ -13,6 +13,7 @@ import { DELIVER_QUEUE_NAME, type DeliverJobData } from '../queues/deliver-queue
 import { createDeliverProcessor, ledgerBackoff, type DeliveryOutcome } from './processor.ts';
 import type { NoticeMetrics } from '../src/observability/metrics.ts';
 import { Reconciler } from './reconciler.ts';
+import { smoothLimiter } from './rate-limit.ts';
 import type { Queue } from 'bullmq';
 
 /** Deliver: a BullMQ worker on the C2C queue, sending through Tencent IM and recording outcomes in the ledger. */
@@ -67,7 +68,7 @@ export class DeliverRole implements Role {
       prefix: this.config.redis.prefix,
       concurrency: this.config.deliver.concurrency,
       // The global limiter is shared by every deliver process: Tencent's quota is per app, not per process.
-      ...(rate > 0 ? { limiter: { max: rate, duration: 1000 } } : {}),
+      ...(rate > 0 ? { limiter: smoothLimiter(rate) } : {}),
       settings: { backoffStrategy: ledgerBackoff(this.config.deliver.retry_base_delay, this.config.deliver.retry_max_delay) },
       lockDuration: Math.max(this.config.deliver.job_lock_duration, this.config.tencent_im.request_timeout * 2),
       stalledInterval: this.config.deliver.job_lock_duration,

@@ -53,9 +53,12 @@ export class HealthServer {
       );
       this.grpcServer = server;
     }
-    await this.refresh();
-    this.timer = setInterval(() => void this.refresh(), this.options.refreshMs ?? 5000);
-    this.timer.unref();
+    // Only the gRPC status needs refreshing in the background; HTTP /readyz evaluates on request.
+    if (this.grpcServer) {
+      await this.refresh();
+      this.timer = setInterval(() => void this.refresh(), this.options.refreshMs ?? 5000);
+      this.timer.unref();
+    }
   }
 
   private async refresh(): Promise<Readiness> {

@@ -104,11 +104,14 @@ export class OutboxPoller {
   private async run(): Promise<void> {
     let failures = 0;
     while (this.running) {
+      const startedMs = this.now();
+      // Polls start every poll_interval (not poll_interval after the previous one ended), so a row waits at most
+      // one interval plus one poll.
       let delay = this.deps.config.poll_interval;
       try {
         const result = await this.pollOnce();
         failures = 0;
-        if (result.full) delay = 0;
+        delay = result.full ? 0 : Math.max(0, this.deps.config.poll_interval - (this.now() - startedMs));
       } catch (err) {
         failures++;
         this.stats.errors++;

@@ -10,8 +10,8 @@ export interface Spawned {
 }
 
 /** Runs the real `notice-service` executable, capturing its stdout and stderr. */
-export function spawnNotice(args: string[], env: NodeJS.ProcessEnv = {}): Spawned {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function spawnNotice(args: string[], env: NodeJS.ProcessEnv = {}, nodeArgs: string[] = []): Spawned {
+  const child = spawn(process.execPath, [...nodeArgs, BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
