@@ -14,6 +14,7 @@ import { createDeliverProcessor, ledgerBackoff, type DeliveryOutcome } from './p
 import type { NoticeMetrics } from '../src/observability/metrics.ts';
 import { Reconciler } from './reconciler.ts';
 import { smoothLimiter } from './rate-limit.ts';
+import { BatchedLedger } from '../src/ledger/batched-ledger.ts';
 import type { Queue } from 'bullmq';
 
 /** Deliver: a BullMQ worker on the C2C queue, sending through Tencent IM and recording outcomes in the ledger. */
@@ -52,6 +53,7 @@ export class DeliverRole implements Role {
     let worker: Worker<DeliverJobData>;
     const processor = createDeliverProcessor({
       ledger: new LedgerRepository(this.pool),
+      hot: new BatchedLedger(this.pool, this.workerId, (source) => (policies.get(source) ?? fallbackPolicy).lockTtlMs),
       sender: this.client,
       workerId: this.workerId,
       policyFor: (source) => policies.get(source) ?? fallbackPolicy,

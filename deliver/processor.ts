@@ -1,6 +1,6 @@
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Logger } from 'pino';
-import type { LedgerRepository } from '../src/ledger/repository.ts';
+import type { ClaimResult, LedgerRepository } from '../src/ledger/repository.ts';
 import { formatKey, type LedgerKey, type LedgerRow } from '../src/ledger/types.ts';
 import type { SendOutcome, TencentImSender } from '../src/tencent-im/client.ts';
 import type { NoticeMetrics } from '../src/observability/metrics.ts';
@@ -13,8 +13,15 @@ export interface SourcePolicy {
   maxRetryCount: number;
 }
 
+/** The two hot-path ledger writes, coalesced across concurrent jobs (BatchedLedger in production). */
+export interface HotLedger {
+  claim(key: LedgerKey): Promise<ClaimResult>;
+  recordDelivered(key: LedgerKey, imMsgKey: string): Promise<boolean>;
+}
+
 export interface DeliverProcessorDeps {
   ledger: LedgerRepository;
+  hot: HotLedger;
   sender: TencentImSender;
   workerId: string;
   policyFor(sourceName: string): SourcePolicy;
@@ -73,7 +80,7 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
     const policy = deps.policyFor(key.sourceName);
     const log = deps.logger.child({ event_id: key.sourceEventId, source: key.sourceName, job_id: job.id });
 
-    const claim = await deps.ledger.claim(key, deps.workerId, now(), policy.lockTtlMs);
+    const claim = await deps.hot.claim(key);
     if (!claim.claimed) {
       const row = claim.row;
       if (!row) {
@@ -105,7 +112,7 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
     const at = now();
     switch (outcome.kind) {
       case 'delivered': {
-        const recorded = await deps.ledger.recordDelivered(key, deps.workerId, outcome.msgKey, at);
+        const recorded = await deps.hot.recordDelivered(key, outcome.msgKey);
         if (!recorded) log.warn('delivered, but the ledger lock was taken over meanwhile; the other worker records the outcome');
         observe('delivered', row, outcome, at);
         log.debug({ latency_ms: outcome.latencyMs }, 'delivered');

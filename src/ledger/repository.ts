@@ -19,8 +19,8 @@ export type ClaimResult =
   | { claimed: false; row: LedgerRow | null };
 
 /**
- * The only code that writes `notice_delivery_events`. Every state change is one conditional statement, so the
- * row's status and lock are the single arbiter between concurrent workers.
+ * The code that writes `notice_delivery_events` (with BatchedLedger for the two hot-path writes). Every state
+ * change is one conditional statement, so the row's status and lock are the single arbiter between workers.
  */
 export class LedgerRepository {
   constructor(private readonly pool: Pool) {}
@@ -49,28 +49,7 @@ export class LedgerRepository {
     return rows[0] ? toLedgerRow(rows[0]) : null;
   }
 
-  /**
-   * Take the row for one send: pending, retryable, or delivering whose lock expired (a crashed worker) or is
-   * our own (a retry of our job after its outcome could not be recorded).
-   */
-  async claim(key: LedgerKey, workerId: string, nowMs: number, lockTtlMs: number): Promise<ClaimResult> {
-    const [result] = await this.pool.query<ResultSetHeader>(
-      `UPDATE ${TABLE}
-          SET status = 'delivering', locked_by = ?, lock_until_ms = ?, claim_count = claim_count + 1, updated_at_ms = ?
-        WHERE ${KEY_WHERE}
-          AND (status IN ('pending', 'retryable')
-               OR (status = 'delivering' AND (lock_until_ms < ? OR locked_by = ?)))`,
-      [workerId, nowMs + lockTtlMs, nowMs, ...keyParams(key), nowMs, workerId],
-    );
-    const row = await this.get(key);
-    return result.affectedRows === 1 && row ? { claimed: true, row } : { claimed: false, row };
-  }
-
-  async recordDelivered(key: LedgerKey, workerId: string, imMsgKey: string, nowMs: number): Promise<boolean> {
-    return this.finishAttempt(key, workerId, nowMs,
-      `status = 'delivered', im_msg_key = ?, delivered_at_ms = ?, next_retry_at_ms = NULL, last_error_code = NULL, last_error = NULL, attempt_count = attempt_count + 1`,
-      [imMsgKey, nowMs]);
-  }
+  // Claims and "delivered" outcomes go through BatchedLedger (batched-ledger.ts), which coalesces concurrent jobs.
 
   async recordRetryable(key: LedgerKey, workerId: string, code: string, message: string, nextRetryAtMs: number, nowMs: number): Promise<boolean> {
     return this.finishAttempt(key, workerId, nowMs,
