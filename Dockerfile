@@ -5,26 +5,21 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY . .
-RUN npm run typecheck
+RUN npm run typecheck && npm run build
 
-# Stage 2: production dependencies only (tsx runs the TypeScript sources directly).
+# Stage 2: production dependencies only; the image runs the compiled dist/ (NOTICE_DIST=1).
 FROM node:20-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund
 
 FROM node:20-bookworm-slim
-ENV NODE_ENV=production NOTICE_CONFIG=/app/configs/docker.yaml
+ENV NODE_ENV=production NOTICE_CONFIG=/app/configs/docker.yaml NOTICE_DIST=1
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/package.json ./
 COPY --from=build /app/bin ./bin
-COPY --from=build /app/src ./src
-COPY --from=build /app/queues ./queues
-COPY --from=build /app/ingest ./ingest
-COPY --from=build /app/deliver ./deliver
-COPY --from=build /app/dashboard ./dashboard
-COPY --from=build /app/drizzle ./drizzle
+COPY --from=build /app/dist ./dist
 COPY --from=build /app/configs ./configs
 USER node
 EXPOSE 13109 13009 13200 18080

@@ -78,13 +78,15 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
   async function processDelivery(job: Job<DeliverJobData>, token?: string): Promise<string> {
     const key: LedgerKey = { sourceName: job.data.sourceName, appCode: job.data.appCode, sourceEventId: job.data.sourceEventId, channel: job.data.channel };
     const policy = deps.policyFor(key.sourceName);
-    const log = deps.logger.child({ event_id: key.sourceEventId, source: key.sourceName, job_id: job.id });
+    // A child logger per job is costly with redaction on; build it only when a line is actually written.
+    let child: Logger | undefined;
+    const log = () => (child ??= deps.logger.child({ event_id: key.sourceEventId, source: key.sourceName, job_id: job.id }));
 
     const claim = await deps.hot.claim(key);
     if (!claim.claimed) {
       const row = claim.row;
       if (!row) {
-        log.error({ key: formatKey(key) }, 'job has no ledger row; dropping the job');
+        log().error({ key: formatKey(key) }, 'job has no ledger row; dropping the job');
         return 'no-ledger-row';
       }
       if (row.status === 'delivered' || row.status === 'failed') return `already-${row.status}`;
@@ -100,7 +102,7 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
       const message = `poison: ${unfinished} sends started but never finished (the worker died each time); stopped`;
       await deps.ledger.recordFailed(key, deps.workerId, 'POISON', message, now());
       deps.metrics?.poisoned.inc({ source: key.sourceName });
-      log.error({ unfinished }, 'event failed as poison');
+      log().error({ unfinished }, 'event failed as poison');
       throw new UnrecoverableError(message);
     }
     if (row.payload === null) {
@@ -113,16 +115,16 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
     switch (outcome.kind) {
       case 'delivered': {
         const recorded = await deps.hot.recordDelivered(key, outcome.msgKey);
-        if (!recorded) log.warn('delivered, but the ledger lock was taken over meanwhile; the other worker records the outcome');
+        if (!recorded) log().warn('delivered, but the ledger lock was taken over meanwhile; the other worker records the outcome');
         observe('delivered', row, outcome, at);
-        log.debug({ latency_ms: outcome.latencyMs }, 'delivered');
+        if (deps.logger.isLevelEnabled('debug')) log().debug({ latency_ms: outcome.latencyMs }, 'delivered');
         return 'delivered';
       }
       case 'rate_limited': {
         // Over-frequency is the provider's whole-app limit: pause the queue, do not spend this event's attempt.
         await deps.ledger.releaseRateLimited(key, deps.workerId, outcome.code, outcome.message, at + RATE_LIMIT_BACKOFF_MS, at);
         observe('rate_limited', row, outcome, at);
-        log.warn({ code: outcome.code }, 'Tencent IM over-frequency; backing the queue off');
+        log().warn({ code: outcome.code }, 'Tencent IM over-frequency; backing the queue off');
         await deps.rateLimitQueue(RATE_LIMIT_BACKOFF_MS);
         // BullMQ recognises a rate-limit exit by its own error, which puts the job back in wait unspent.
         throw Worker.RateLimitError();
@@ -130,7 +132,7 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
       case 'permanent': {
         await deps.ledger.recordFailed(key, deps.workerId, outcome.code, outcome.message, at);
         observe('failed', row, outcome, at);
-        log.warn({ code: outcome.code, error: outcome.message }, 'permanent delivery error; event failed');
+        log().warn({ code: outcome.code, error: outcome.message }, 'permanent delivery error; event failed');
         throw new UnrecoverableError(`Tencent IM ${outcome.code}: ${outcome.message}`);
       }
       case 'retry': {
@@ -139,12 +141,12 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
           const message = `retries exhausted after ${row.attemptCount + 1} attempts; last error: ${outcome.message}`;
           await deps.ledger.recordFailed(key, deps.workerId, outcome.code, message, at);
           observe('failed', row, outcome, at);
-          log.warn({ code: outcome.code }, 'retries exhausted; event failed (dead letter)');
+          log().warn({ code: outcome.code }, 'retries exhausted; event failed (dead letter)');
           throw new UnrecoverableError(message);
         }
         await deps.ledger.recordRetryable(key, deps.workerId, outcome.code, outcome.message, at + decision.delayMs, at);
         observe('retryable', row, outcome, at);
-        log.info({ code: outcome.code, retry_in_ms: decision.delayMs }, 'transient delivery error; will retry');
+        log().info({ code: outcome.code, retry_in_ms: decision.delayMs }, 'transient delivery error; will retry');
         throw new RetryableDeliveryError(`Tencent IM ${outcome.code}: ${outcome.message}`, decision.delayMs);
       }
     }

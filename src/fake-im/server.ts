@@ -61,6 +61,7 @@ export class FakeImServer {
   private stats = { requests: 0, by_code: {} as Record<string, number>, max_per_second: 0, http_errors: 0, dropped: 0 };
   private windowCounts = new Map<number, number>();
   private seq = 0;
+  private readonly verifiedSigs = new Map<string, number>();
 
   constructor(private readonly options: FakeImOptions) {
     this.now = options.now ?? Date.now;
@@ -172,10 +173,15 @@ export class FakeImServer {
     const random = Number(q.get('random'));
     if (!Number.isInteger(random) || random < 0 || random > 4294967295) return fail(60025, 'random must be a uint32');
     if (q.get('identifier') !== this.options.adminIdentifier) return fail(60010, 'identifier is not an App admin');
-    const sigCheck = verifyUserSig(q.get('usersig') ?? '', {
-      sdkAppId: this.options.sdkAppId, identifier: this.options.adminIdentifier, secretKey: this.options.secretKey, nowMs: this.now(),
-    });
-    if (!sigCheck.ok) return fail(sigCheck.code, sigCheck.info);
+    const sig = q.get('usersig') ?? '';
+    const verifiedUntil = this.verifiedSigs.get(sig);
+    if (verifiedUntil === undefined || verifiedUntil < this.now()) {
+      const sigCheck = verifyUserSig(sig, { sdkAppId: this.options.sdkAppId, identifier: this.options.adminIdentifier, secretKey: this.options.secretKey, nowMs: this.now() });
+      if (!sigCheck.ok) return fail(sigCheck.code, sigCheck.info);
+      // A sig that verified stays good until it expires; re-checking it per request only costs CPU.
+      if (this.verifiedSigs.size > 100) this.verifiedSigs.clear();
+      this.verifiedSigs.set(sig, sigCheck.expiresAtMs);
+    }
 
     let msg: Record<string, unknown>;
     try {

@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { inflateSync } from 'node:zlib';
 
-export type SigCheck = { ok: true } | { ok: false; code: number; info: string };
+export type SigCheck = { ok: true; expiresAtMs: number } | { ok: false; code: number; info: string };
 
 /** Verifies a TLS v2 UserSig the way Tencent does: decode, inflate, recompute the HMAC, check ids and expiry. */
 export function verifyUserSig(sig: string, expect: { sdkAppId: number; identifier: string; secretKey: string; nowMs: number }): SigCheck {
@@ -25,5 +25,5 @@ export function verifyUserSig(sig: string, expect: { sdkAppId: number; identifie
   if (sdkAppId !== expect.sdkAppId) return { ok: false, code: 70014, info: 'sdkappid in request does not match UserSig' };
   if (identifier !== expect.identifier) return { ok: false, code: 70013, info: 'identifier in request does not match UserSig' };
   if (!Number.isFinite(expire) || (time + expire) * 1000 < expect.nowMs) return { ok: false, code: 70001, info: 'UserSig expired' };
-  return { ok: true };
+  return { ok: true, expiresAtMs: (time + expire) * 1000 };
 }
