@@ -4,6 +4,7 @@ import type { LedgerQueries } from '../src/ledger/queries.ts';
 import type { LedgerRepository } from '../src/ledger/repository.ts';
 import type { LedgerKey, LedgerRow } from '../src/ledger/types.ts';
 import { requeueFailed } from '../src/ops/requeue.ts';
+import { presentRow } from '../src/ledger/present.ts';
 import type { DeliverJobData } from '../queues/deliver-queue.ts';
 
 export interface LedgerApiDeps {
@@ -12,18 +13,6 @@ export interface LedgerApiDeps {
   queue: Queue<DeliverJobData>;
   readOnly: boolean;
   maxRetryFor: (source: string) => number;
-}
-
-/** What operators see of a ledger row (snake_case, like the table). */
-export function presentRow(row: LedgerRow) {
-  return {
-    source_name: row.sourceName, app_code: row.appCode, source_event_id: row.sourceEventId, channel: row.channel,
-    event_type: row.eventType, user_id: row.userId, notice_kind: row.noticeKind, status: row.status,
-    attempt_count: row.attemptCount, claim_count: row.claimCount, locked_by: row.lockedBy, lock_until_ms: row.lockUntilMs,
-    next_retry_at_ms: row.nextRetryAtMs, last_error_code: row.lastErrorCode, last_error: row.lastError, im_msg_key: row.imMsgKey,
-    source_row_id: row.sourceRowId, source_created_at_ms: row.sourceCreatedAtMs, created_at_ms: row.createdAtMs,
-    updated_at_ms: row.updatedAtMs, delivered_at_ms: row.deliveredAtMs, payload: row.payload,
-  };
 }
 
 /** JSON API over notice_delivery_events: look up by business key, list failed rows, requeue them. */

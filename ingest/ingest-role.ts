@@ -9,17 +9,12 @@ import { OutboxReader } from '../src/outbox/reader.ts';
 import { FactRecorder } from '../src/intake/fact-recorder.ts';
 import { RejectStore } from '../src/intake/reject-store.ts';
 import { MqConsumerLoop } from '../src/rocketmq/consumer-loop.ts';
-import { RocketMqReceiver } from '../src/rocketmq/receiver.ts';
-import { mqNoticeModules, outboxNoticeModules } from '../src/notices/registry.ts';
+import { ingestEnabled, mqNoticeModules, outboxNoticeModules } from '../src/notices/registry.ts';
 import { RoleConfigError, type Role } from '../src/app/role.ts';
 import { newWorkerId } from '../src/app/worker-id.ts';
 import { enqueueDeliveries, type DeliverJobData } from '../queues/deliver-queue.ts';
 import type { NoticeMetrics } from '../src/observability/metrics.ts';
 
-/** Whether the config enables any ingest entry (an outbox poller or an MQ subscription). */
-export function ingestEnabled(config: NoticeConfig): boolean {
-  return outboxNoticeModules(config).some((m) => m.worker.enabled) || (config.rocketmq.enabled && mqNoticeModules(config).some((m) => m.subscription.enabled));
-}
 
 /** Ingest: one poller per enabled outbox source and one consumer per enabled MQ subscription, all writing the ledger and the deliver queue. */
 export class IngestRole implements Role {
@@ -53,8 +48,9 @@ export class IngestRole implements Role {
         }
         return new MqConsumerLoop({
           sourceName: m.sourceName,
-          createReceiver: () =>
-            new RocketMqReceiver(
+          // The RocketMQ client (and its gRPC stack) loads only in processes that consume MQ.
+          createReceiver: async () =>
+            new (await import('../src/rocketmq/receiver.ts')).RocketMqReceiver(
               { endpoints: mq.endpoints, namespace: mq.namespace, accessKey: mq.access_key, secretKey: mq.secret_key, ssl: mq.ssl, requestTimeoutMs: mq.request_timeout, startupTimeoutMs: mq.startup_timeout, topic: sub.topic, consumerGroup: sub.consumer_group, awaitDurationMs: sub.await_duration },
               logger,
             ),

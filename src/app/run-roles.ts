@@ -4,9 +4,9 @@ import type { NoticeConfig } from '../config/schema.ts';
 import { createMysqlPool, type Pool } from '../platform/mysql.ts';
 import { createRedis, type Redis } from '../platform/redis.ts';
 import { createDeliverQueue, type DeliverJobData } from '../../queues/deliver-queue.ts';
-import { IngestRole } from '../../ingest/ingest-role.ts';
-import { DeliverRole } from '../../deliver/deliver-role.ts';
-import { DashboardRole } from '../../dashboard/dashboard-role.ts';
+import type { IngestRole } from '../../ingest/ingest-role.ts';
+import type { DeliverRole } from '../../deliver/deliver-role.ts';
+import type { DashboardRole } from '../../dashboard/dashboard-role.ts';
 import { withDeadline, type Role } from './role.ts';
 import { NoticeMetrics } from '../observability/metrics.ts';
 import { HealthServer, type Readiness } from '../observability/health-server.ts';
@@ -30,7 +30,7 @@ export interface NoticeProcess {
   stop(): Promise<void>;
 }
 
-export function buildProcess(config: NoticeConfig, roleNames: readonly RoleName[], logger: Logger, metrics = new NoticeMetrics()): NoticeProcess {
+export async function buildProcess(config: NoticeConfig, roleNames: readonly RoleName[], logger: Logger, metrics = new NoticeMetrics()): Promise<NoticeProcess> {
   const pool = createMysqlPool(config.mysql.url, config.mysql.pool_size);
   const producerRedis = createRedis(config.redis.url, 'producer', { cluster: config.redis.cluster });
   const workerRedis = createRedis(config.redis.url, 'worker', { cluster: config.redis.cluster });
@@ -46,12 +46,13 @@ export function buildProcess(config: NoticeConfig, roleNames: readonly RoleName[
   let ingest: IngestRole | undefined;
   let deliver: DeliverRole | undefined;
   let dashboard: DashboardRole | undefined;
+  // Each role's module (and its libraries: the RocketMQ client, express and bull-board) loads only where it runs.
   try {
-    if (roleNames.includes('ingest')) ingest = new IngestRole(config, pool, queue, logger, metrics);
-    if (roleNames.includes('deliver')) deliver = new DeliverRole(config, pool, workerRedis, queue, producerRedis, logger, metrics);
-    if (roleNames.includes('dashboard')) dashboard = new DashboardRole(config, pool, queue, logger);
+    if (roleNames.includes('ingest')) ingest = new (await import('../../ingest/ingest-role.ts')).IngestRole(config, pool, queue, logger, metrics);
+    if (roleNames.includes('deliver')) deliver = new (await import('../../deliver/deliver-role.ts')).DeliverRole(config, pool, workerRedis, queue, producerRedis, logger, metrics);
+    if (roleNames.includes('dashboard')) dashboard = new (await import('../../dashboard/dashboard-role.ts')).DashboardRole(config, pool, queue, logger);
   } catch (err) {
-    void closeConnections();
+    await closeConnections();
     throw err;
   }
   const roles: Role[] = [ingest, deliver, dashboard].filter((r): r is IngestRole | DeliverRole | DashboardRole => r !== undefined);
@@ -83,7 +84,7 @@ export function buildProcess(config: NoticeConfig, roleNames: readonly RoleName[
 
 /** CLI entry: run until SIGTERM/SIGINT, then stop within the deadline even if a client library hangs. */
 export async function runRoles(config: NoticeConfig, roleNames: readonly RoleName[], logger: Logger): Promise<void> {
-  const proc = buildProcess(config, roleNames, logger);
+  const proc = await buildProcess(config, roleNames, logger);
   await proc.start();
   await new Promise<void>((resolve) => {
     const onSignal = (signal: string) => {

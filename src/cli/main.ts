@@ -3,14 +3,10 @@ import { ConfigError, defaultConfigPath, loadConfigFile } from '../config/load.t
 import type { NoticeConfig } from '../config/schema.ts';
 import { createLogger, redactUrl } from '../platform/logger.ts';
 import { RoleConfigError } from '../app/role.ts';
-import { runRoles, type RoleName } from '../app/run-roles.ts';
-import { runMigrations } from '../db/migrate.ts';
-import { FakeImServer } from '../fake-im/server.ts';
-import { createMysqlPool } from '../platform/mysql.ts';
-import { writeDemoWalletRows } from '../demo/wallet-demo.ts';
-import { startKickPublisher, writeDemoRoomRows, type KickPublisher } from '../demo/room-demo.ts';
-import { ingestEnabled } from '../../ingest/ingest-role.ts';
-import { inspectEvent, requeueCommand } from '../ops/cli-ops.ts';
+import { ingestEnabled } from '../notices/registry.ts';
+import type { RoleName } from '../app/run-roles.ts';
+import type { KickPublisher } from '../demo/room-demo.ts';
+// Each command imports what it needs when it runs, so a deliver process never loads express or the MQ client.
 
 const program = new Command('notice-service')
   .description('Outbox facts → Tencent IM C2C notices, with a MySQL delivery ledger')
@@ -41,6 +37,7 @@ program
   .action(async (opts: { config?: string; ownerFixtures?: boolean }) => {
     const config = loadConfig(opts.config);
     const logger = createLogger(config.log.level, { role: 'migrate' });
+    const { runMigrations } = await import('../db/migrate.ts');
     const { database } = await runMigrations({
       mysqlUrl: config.mysql.url,
       ownerFixtures: opts.ownerFixtures ? { walletDatabase: config.wallet_database, roomDatabase: config.room_database } : undefined,
@@ -62,6 +59,7 @@ for (const [name, roles, description] of [
       const config = loadConfig(opts.config);
       const logger = createLogger(config.log.level, { role: name });
       const chosen: RoleName[] = roles ? [...roles] : rolesEnabledIn(config);
+      const { runRoles } = await import('../app/run-roles.ts');
       await runRoles(config, chosen, logger);
     });
 }
@@ -85,6 +83,7 @@ program
     const logger = createLogger(config.log.level, { role: 'fake-im' });
     const port = Number(opts.port);
     if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RoleConfigError(`--port must be a port number, got "${opts.port}"`);
+    const { FakeImServer } = await import('../fake-im/server.ts');
     const server = new FakeImServer({ sdkAppId: config.tencent_im.sdk_app_id, secretKey: config.tencent_im.secret_key, adminIdentifier: config.tencent_im.admin_identifier });
     const url = await server.listen(port, opts.host);
     logger.info({ url, sdk_app_id: config.tencent_im.sdk_app_id }, 'fake-im listening (GET /_fake/messages, /_fake/stats; POST /_fake/faults, /_fake/reset)');
@@ -108,6 +107,9 @@ program
     const logger = createLogger(config.log.level, { role: 'demo' });
     const rate = Math.max(1, Number(opts.rate) || 5);
     const total = Math.max(0, Number(opts.total) || 0);
+    const { createMysqlPool } = await import('../platform/mysql.ts');
+    const { writeDemoWalletRows } = await import('../demo/wallet-demo.ts');
+    const { startKickPublisher, writeDemoRoomRows } = await import('../demo/room-demo.ts');
     const pool = createMysqlPool(config.mysql.url, 2);
     let publisher: KickPublisher | undefined;
     let written = 0;
@@ -136,6 +138,7 @@ program
   .argument('<event_id>')
   .addOption(configOption())
   .action(async (eventId: string, opts: { config?: string }) => {
+    const { inspectEvent } = await import('../ops/cli-ops.ts');
     const rows = await inspectEvent(loadConfig(opts.config), eventId);
     console.log(JSON.stringify(rows, null, 2));
     if (rows.length === 0) process.exitCode = 1;
@@ -150,6 +153,7 @@ program
   .option('--since <when>', 'only rows updated since: a duration ("2h") or an ISO time')
   .option('--dry-run', 'count what would be requeued, change nothing', false)
   .action(async (opts: { config?: string; status: string; source?: string; since?: string; dryRun: boolean }) => {
+    const { requeueCommand } = await import('../ops/cli-ops.ts');
     const result = await requeueCommand(loadConfig(opts.config), opts);
     console.log(JSON.stringify(result, null, 2));
   });

@@ -2,6 +2,7 @@ import DataLoader from 'dataloader';
 import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { toLedgerRow, type ClaimResult } from './repository.ts';
 import type { LedgerKey } from './types.ts';
+import { retryOnDeadlock } from '../platform/deadlock-retry.ts';
 
 const TABLE = 'notice_delivery_events';
 
@@ -81,14 +82,14 @@ export class BatchedLedger {
       const until = nowMs + this.lockTtlFor(source);
       lockUntil.set(source, until);
       const where = tupleIn(group);
-      await this.pool.query<ResultSetHeader>(
+      await retryOnDeadlock(() => this.pool.query<ResultSetHeader>(
         `UPDATE ${TABLE}
             SET status = 'delivering', locked_by = ?, lock_until_ms = ?, claim_count = claim_count + 1, updated_at_ms = ?
           WHERE ${where.sql}
             AND (status IN ('pending', 'retryable')
                  OR (status = 'delivering' AND (lock_until_ms < ? OR locked_by = ?)))`,
         [this.workerId, until, nowMs, ...where.params, nowMs, this.workerId],
-      );
+      ));
     }
     const where = tupleIn(keys);
     const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT * FROM ${TABLE} WHERE ${where.sql}`, where.params);
@@ -109,14 +110,14 @@ export class BatchedLedger {
     const msgKeyCases = items.map(() => 'WHEN source_event_id = ? AND source_name = ? AND app_code = ? THEN ?').join(' ');
     const caseParams = items.flatMap((i) => [i.key.sourceEventId, i.key.sourceName, i.key.appCode, i.imMsgKey]);
     const where = tupleIn(items.map((i) => i.key));
-    const [result] = await this.pool.query<ResultSetHeader>(
+    const [result] = await retryOnDeadlock(() => this.pool.query<ResultSetHeader>(
       `UPDATE ${TABLE}
           SET status = 'delivered', im_msg_key = CASE ${msgKeyCases} END, delivered_at_ms = ?, next_retry_at_ms = NULL,
               last_error_code = NULL, last_error = NULL, attempt_count = attempt_count + 1,
               locked_by = NULL, lock_until_ms = NULL, updated_at_ms = ?
         WHERE ${where.sql} AND status = 'delivering' AND locked_by = ?`,
       [...caseParams, nowMs, nowMs, ...where.params, this.workerId],
-    );
+    ));
     if (result.affectedRows === items.length) return items.map(() => true);
     // Some lock was taken over meanwhile (rare): read back which rows turned delivered by this batch.
     const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT source_name, app_code, source_event_id, channel, status, im_msg_key FROM ${TABLE} WHERE ${where.sql}`, where.params);

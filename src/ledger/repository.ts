@@ -1,6 +1,7 @@
 import type { Pool } from 'mysql2/promise';
 import type { ResultSetHeader, RowDataPacket } from 'mysql2';
 import type { LedgerKey, LedgerRow, NewLedgerRow } from './types.ts';
+import { retryOnDeadlock } from '../platform/deadlock-retry.ts';
 
 const TABLE = 'notice_delivery_events';
 const KEY_WHERE = 'source_name = ? AND app_code = ? AND source_event_id = ? AND channel = ?';
@@ -37,9 +38,8 @@ export class LedgerRepository {
       r.payload, r.lastErrorCode, clip(r.lastError), r.sourceRowId, r.sourceCreatedAtMs, nowMs, nowMs,
     ]);
     // `ON DUPLICATE KEY UPDATE` with a no-op (rather than INSERT IGNORE) keeps real errors such as truncation loud.
-    const [result] = await this.pool.query<ResultSetHeader>(
-      `INSERT INTO ${TABLE} ${columns} VALUES ${placeholders} ON DUPLICATE KEY UPDATE source_name = source_name`,
-      params,
+    const [result] = await retryOnDeadlock(() =>
+      this.pool.query<ResultSetHeader>(`INSERT INTO ${TABLE} ${columns} VALUES ${placeholders} ON DUPLICATE KEY UPDATE source_name = source_name`, params),
     );
     return result.affectedRows;
   }

@@ -42,3 +42,8 @@ export function mqNoticeModules(config: NoticeConfig): MqNoticeModule[] {
     { sourceName: ROOM_SOURCE_NAME, subscription: config.rocketmq.room_outbox, configKey: 'rocketmq.room_outbox', parse: parseRoomMqMessage, maxRetryCount: config.room_notice_worker.max_retry_count },
   ];
 }
+
+/** Whether the config enables any ingest entry (an outbox poller or an MQ subscription). */
+export function ingestEnabled(config: NoticeConfig): boolean {
+  return outboxNoticeModules(config).some((m) => m.worker.enabled) || (config.rocketmq.enabled && mqNoticeModules(config).some((m) => m.subscription.enabled));
+}

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import * as grpc from '@grpc/grpc-js';
-import { HealthImplementation } from 'grpc-health-check';
+import type * as grpc from '@grpc/grpc-js';
+import type { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
 import type { NoticeMetrics } from './metrics.ts';
 
@@ -27,7 +27,7 @@ export interface HealthServerOptions {
 export class HealthServer {
   private http: http.Server | null = null;
   private grpcServer: grpc.Server | null = null;
-  private readonly health = new HealthImplementation({ '': 'NOT_SERVING' });
+  private health: HealthImplementation | null = null;
   private timer: NodeJS.Timeout | null = null;
   httpPort = 0;
   grpcPort = 0;
@@ -46,6 +46,10 @@ export class HealthServer {
       this.httpPort = (server.address() as AddressInfo).port;
     }
     if (grpcPort > 0) {
+      // gRPC loads only in processes that serve gRPC health.
+      const grpc = await import('@grpc/grpc-js');
+      const { HealthImplementation } = await import('grpc-health-check');
+      this.health = new HealthImplementation({ '': 'NOT_SERVING' });
       const server = new grpc.Server();
       this.health.addToServer(server);
       this.grpcPort = await new Promise<number>((resolve, reject) =>
@@ -63,13 +67,13 @@ export class HealthServer {
 
   private async refresh(): Promise<Readiness> {
     const readiness = await this.options.readiness().catch((err: Error) => ({ ready: false, checks: { readiness: err.message } }));
-    this.health.setStatus('', readiness.ready ? 'SERVING' : 'NOT_SERVING');
+    this.health?.setStatus('', readiness.ready ? 'SERVING' : 'NOT_SERVING');
     return readiness;
   }
 
   /** Mark not serving at once, so load balancers stop routing while we drain. */
   markShuttingDown(): void {
-    this.health.setStatus('', 'NOT_SERVING');
+    this.health?.setStatus('', 'NOT_SERVING');
   }
 
   private async route(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {

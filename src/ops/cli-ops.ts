@@ -6,7 +6,7 @@ import { LedgerQueries } from '../ledger/queries.ts';
 import { LedgerRepository } from '../ledger/repository.ts';
 import { sourcePolicies } from '../notices/registry.ts';
 import { createDeliverQueue, deliverJobId } from '../../queues/deliver-queue.ts';
-import { presentRow } from '../../dashboard/ledger-api.ts';
+import { presentRow } from '../ledger/present.ts';
 import { requeueFailed } from './requeue.ts';
 import { RoleConfigError } from '../app/role.ts';
 

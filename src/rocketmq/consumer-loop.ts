@@ -9,7 +9,7 @@ export type ParsedMessage = { kind: 'fact'; fact: SourceFact } | { kind: 'poison
 
 export interface MqConsumerLoopOptions {
   sourceName: string;
-  createReceiver: () => MqReceiver;
+  createReceiver: () => Promise<MqReceiver>;
   parse: (body: Buffer, recordedAtMs: number) => ParsedMessage;
   recorder: FactRecorder;
   rejects: RejectStore;
@@ -79,8 +79,9 @@ export class MqConsumerLoop {
     let failures = 0;
     while (this.running) {
       if (!this.receiver) {
-        const receiver = this.options.createReceiver();
+        let receiver: MqReceiver | null = null;
         try {
+          receiver = await this.options.createReceiver();
           await receiver.startup();
           if (!this.running) {
             await receiver.shutdown();

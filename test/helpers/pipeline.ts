@@ -4,7 +4,7 @@ import type { NoticeConfig } from '../../src/config/schema.ts';
 
 /** The same process the CLI builds, in this test's process. */
 export async function startPipeline(config: NoticeConfig, roles: RoleName[] = ['ingest', 'deliver']): Promise<NoticeProcess> {
-  const proc = buildProcess(config, roles, createLogger(config.log.level));
+  const proc = await buildProcess(config, roles, createLogger(config.log.level));
   await proc.start();
   return proc;
 }
