@@ -42,7 +42,7 @@ describe('gap-safe outbox cursor', () => {
   });
 
   it('skips a rolled-back hole only after gap_grace, and keeps going meanwhile', async () => {
-    env = await createTestEnv({ wallet_notice_worker: { gap_grace: '1500ms' } });
+    env = await createTestEnv({ wallet_notice_worker: { gap_grace: '4s' } });
     const doomed = await env.owner.getConnection();
     try {
       await doomed.beginTransaction();
@@ -55,7 +55,9 @@ describe('gap-safe outbox cursor', () => {
       expect(poller.cursor!.gaps).toHaveLength(1);
       await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(3)]);
       await waitFor(async () => env.fakeIm.delivered().length, (n) => n === 2);
-      await waitFor(async () => poller.stats.gapsSkipped, (n) => n === 1, 5000, 'hole skipped after grace');
+      const firstSeenMs = poller.cursor!.gaps[0]?.[2] ?? Date.now();
+      await waitFor(async () => poller.stats.gapsSkipped, (n) => n === 1, 10_000, 'hole skipped after grace');
+      expect(Date.now() - firstSeenMs).toBeGreaterThanOrEqual(4000);
       expect(poller.cursor!.gaps).toEqual([]);
     } finally {
       doomed.release();
