@@ -4,7 +4,8 @@
  * BENCH_SMOKE=1 runs every phase tiny (seconds) to keep the bench working in CI; BENCH_ONLY=a,b picks phases;
  * BENCH_RUNS sets the repetitions whose median is reported.
  */
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { renderMarkdown } from './render.ts';
 import { join } from 'node:path';
 import { createWorld, processUsage, type Counters, type World } from './world.ts';
 import { preload, steadyStream } from './writer.ts';
@@ -253,39 +254,12 @@ if (want('footprint')) {
   }
 }
 
-writeFileSync(join('bench', SMOKE ? 'report.smoke.json' : 'report.json'), JSON.stringify(report, null, 2));
-const md = renderMarkdown(report);
+// BENCH_ONLY re-runs some phases: keep the other phases of the last full report, marked with its date.
+const reportFile = join('bench', SMOKE ? 'report.smoke.json' : 'report.json');
+const merged = ONLY && existsSync(reportFile) ? { ...JSON.parse(readFileSync(reportFile, 'utf8')), ...report, partial_rerun: ONLY } : report;
+writeFileSync(reportFile, JSON.stringify(merged, null, 2));
+const md = renderMarkdown(merged);
 writeFileSync(join('bench', SMOKE ? 'report.smoke.md' : 'report.md'), md);
 console.log(md);
 process.exit(0);
 
-function renderMarkdown(r: Record<string, any>): string {
-  const out: string[] = [`# Benchmark (${r.generated_at}${r.smoke ? ', SMOKE — sizes too small to mean anything' : ''})`, '', `fake-im answers after ${r.im_latency_ms} ms; medians of ${r.runs} run(s); 2-core machine, everything co-located.`, ''];
-  for (const key of ['capacity_1x1', 'capacity_2x2']) {
-    const c = r[key];
-    if (!c) continue;
-    out.push(`**Capacity ${key.slice(9)} (ingest×deliver)**: ${c.median_events_per_second} events/s (runs ${c.runs.join(', ')}) for ${c.events} events; CPU s per 1k events: ingest ${c.median_cpu_s_per_1k.ingest}, deliver ${c.median_cpu_s_per_1k.deliver}, MariaDB ${c.median_cpu_s_per_1k.mariadb}, Redis ${c.median_cpu_s_per_1k.redis}; MySQL statements/event ${c.median_mysql_statements_per_event}; Redis commands/event ${c.median_redis_commands_per_event}; peak RSS MB ${JSON.stringify(c.peak_rss_mb)}`, '');
-  }
-  if (r.baseline) {
-    const ours = r.capacity_1x1?.median_events_per_second;
-    out.push(`**Baseline (seed shape, 500 ms / 100)**: ${r.baseline.events_per_second} events/s; at 150/s it sent ${r.baseline.latency_at_150_per_s.sent}/${r.baseline.latency_at_150_per_s.of} with p99 ${r.baseline.latency_at_150_per_s.p99_ms} ms.` + (ours ? ` Ratio ours(1×1)/baseline throughput: **${Math.round((ours / r.baseline.events_per_second) * 10) / 10}×**.` : ''), '');
-  }
-  if (r.latency_poller) {
-    out.push('**Latency at 150 events/s (commit → fake-im receives)**', '', '| path | poll_interval | p50 ms | p95 ms | p99 ms | max ms | idle statements/poll |', '|---|---|---|---|---|---|---|');
-    for (const l of r.latency_poller) out.push(`| MySQL poller | ${l.poll_interval} | ${l.p50_ms} | ${l.p95_ms} | ${l.p99_ms} | ${l.max_ms} | ${l.idle_statements_per_poll} |`);
-    if (r.latency_mq) out.push(`| RocketMQ (publish → receive) | – | ${r.latency_mq.p50_ms} | ${r.latency_mq.p95_ms} | ${r.latency_mq.p99_ms} | ${r.latency_mq.max_ms} | – |`);
-    if (r.baseline && r.latency_poller[0]) out.push('', `p99 ratio ours(500 ms)/baseline: ${Math.round((r.latency_poller[0].p99_ms / r.baseline.latency_at_150_per_s.p99_ms) * 1000) / 1000}`);
-    out.push('');
-  }
-  if (r.rate_limit) {
-    const l = r.rate_limit;
-    out.push(`**Rate limit 200/s, 3 deliver processes, ${l.events} backlog**: drained in ${l.drain_seconds} s, ${l.achieved_per_second}/s = ${l.share_of_200} % of 200/s; busiest second ${l.busiest_aligned_second} (aligned), ${l.busiest_sliding_second} (sliding); over-frequency answers ${l.over_frequency_answers}.`, '');
-  }
-  if (r.growth) {
-    out.push('**Growth** (median ms)', '', '| rows (outbox = ledger) | idle poll | batch poll (100 rows) | reconciler pass |', '|---|---|---|---|');
-    for (const g of r.growth.points) out.push(`| ${g.rows} | ${g.idle_poll_ms} | ${g.batch_poll_ms} | ${g.reconciler_pass_ms} |`);
-    out.push('', `ratios largest/smallest: idle poll ${r.growth.ratios.idle_poll}, batch poll ${r.growth.ratios.batch_poll}, reconciler ${r.growth.ratios.reconciler_pass}`, '');
-  }
-  if (r.footprint) out.push(`**Footprint**: Redis ${r.footprint.redis_bytes_per_waiting_job} bytes per waiting job; ingest peak RSS ${r.footprint.ingest_peak_rss_mb} MB.`, '');
-  return out.join('\n');
-}

@@ -1,0 +1,58 @@
+/** bench/report.json → the markdown table printed and committed as bench/report.md. */
+export function renderMarkdown(r: Record<string, any>): string {
+  const out: string[] = [`# Benchmark (${r.generated_at}${r.smoke ? ', SMOKE — sizes too small to mean anything' : ''})`, '', `fake-im answers after ${r.im_latency_ms} ms; medians of ${r.runs} run(s); 2-core machine, everything co-located.`, ''];
+  for (const key of ['capacity_1x1', 'capacity_2x2']) {
+    const c = r[key];
+    if (!c) continue;
+    out.push(`**Capacity ${key.slice(9)} (ingest×deliver)**: ${c.median_events_per_second} events/s (runs ${c.runs.join(', ')}) for ${c.events} events; CPU s per 1k events: ingest ${c.median_cpu_s_per_1k.ingest}, deliver ${c.median_cpu_s_per_1k.deliver}, MariaDB ${c.median_cpu_s_per_1k.mariadb}, Redis ${c.median_cpu_s_per_1k.redis}; MySQL statements/event ${c.median_mysql_statements_per_event}; Redis commands/event ${c.median_redis_commands_per_event}; peak RSS MB ${JSON.stringify(c.peak_rss_mb)}`, '');
+  }
+  if (r.baseline) {
+    const ours = r.capacity_1x1?.median_events_per_second;
+    out.push(`**Baseline (seed shape, 500 ms / 100)**: ${r.baseline.events_per_second} events/s; at 150/s it sent ${r.baseline.latency_at_150_per_s.sent}/${r.baseline.latency_at_150_per_s.of} with p99 ${r.baseline.latency_at_150_per_s.p99_ms} ms.` + (ours ? ` Ratio ours(1×1)/baseline throughput: **${Math.round((ours / r.baseline.events_per_second) * 10) / 10}×**.` : ''), '');
+  }
+  if (r.latency_poller) {
+    out.push('**Latency at 150 events/s (commit → fake-im receives)**', '', '| path | poll_interval | p50 ms | p95 ms | p99 ms | max ms | idle statements/poll |', '|---|---|---|---|---|---|---|');
+    for (const l of r.latency_poller) out.push(`| MySQL poller | ${l.poll_interval} | ${l.p50_ms} | ${l.p95_ms} | ${l.p99_ms} | ${l.max_ms} | ${l.idle_statements_per_poll} |`);
+    if (r.latency_mq) out.push(`| RocketMQ (publish → receive) | – | ${r.latency_mq.p50_ms} | ${r.latency_mq.p95_ms} | ${r.latency_mq.p99_ms} | ${r.latency_mq.max_ms} | – |`);
+    if (r.baseline && r.latency_poller[0]) out.push('', `p99 ratio ours(500 ms)/baseline: ${Math.round((r.latency_poller[0].p99_ms / r.baseline.latency_at_150_per_s.p99_ms) * 1000) / 1000}`);
+    out.push('');
+  }
+  if (r.rate_limit) {
+    const l = r.rate_limit;
+    out.push(`**Rate limit 200/s, 3 deliver processes, ${l.events} backlog**: drained in ${l.drain_seconds} s, ${l.achieved_per_second}/s = ${l.share_of_200} % of 200/s; busiest second ${l.busiest_aligned_second} (aligned), ${l.busiest_sliding_second} (sliding); over-frequency answers ${l.over_frequency_answers}.`, '');
+  }
+  if (r.growth) {
+    out.push('**Growth** (median ms)', '', '| rows (outbox = ledger) | idle poll | batch poll (100 rows) | reconciler pass |', '|---|---|---|---|');
+    for (const g of r.growth.points) out.push(`| ${g.rows} | ${g.idle_poll_ms} | ${g.batch_poll_ms} | ${g.reconciler_pass_ms} |`);
+    out.push('', `ratios largest/smallest: idle poll ${r.growth.ratios.idle_poll}, batch poll ${r.growth.ratios.batch_poll}, reconciler ${r.growth.ratios.reconciler_pass}`, '');
+  }
+  if (r.footprint) out.push(`**Footprint**: Redis ${r.footprint.redis_bytes_per_waiting_job} bytes per waiting job; ingest peak RSS ${r.footprint.ingest_peak_rss_mb} MB.`, '');
+  out.push(...targets(r));
+  return out.join('\n');
+}
+
+/** The issue's targets next to what this run measured. */
+function targets(r: Record<string, any>): string[] {
+  const rows: Array<[string, string, boolean | null]> = [];
+  const c1 = r.capacity_1x1?.median_events_per_second;
+  const c2 = r.capacity_2x2?.median_events_per_second;
+  if (c1) rows.push(['capacity ≥ 2500/s with 1 ingest + 1 deliver', `${c1}/s`, c1 >= 2500]);
+  if (c1 && c2) rows.push(['more with 2 + 2', `${c2}/s`, c2 > c1]);
+  if (c1 && r.baseline) rows.push(['≥ 10× the seed-shaped baseline', `${Math.round((c1 / r.baseline.events_per_second) * 10) / 10}×`, c1 / r.baseline.events_per_second >= 10]);
+  const l500 = r.latency_poller?.find((l: any) => l.poll_interval === '500ms');
+  if (l500) rows.push(['p99 commit→send ≤ poll_interval + 100 ms at 150/s (500 ms)', `${l500.p99_ms} ms`, l500.p99_ms <= 600]);
+  const under250 = r.latency_poller?.filter((l: any) => l.p99_ms < 250).map((l: any) => l.poll_interval);
+  if (under250) rows.push(['a poll setting with p99 < 250 ms', under250.join(', ') || 'none', under250.length > 0]);
+  if (r.rate_limit) {
+    rows.push(['no one-second window above 200', `${r.rate_limit.busiest_sliding_second} (sliding)`, r.rate_limit.busiest_sliding_second <= 200]);
+    rows.push(['zero over-frequency answers', String(r.rate_limit.over_frequency_answers), r.rate_limit.over_frequency_answers === 0]);
+    rows.push(['achieved ≥ 95 % of 200/s', `${r.rate_limit.share_of_200} %`, r.rate_limit.share_of_200 >= 95]);
+  }
+  if (r.growth) {
+    for (const k of ['idle_poll', 'batch_poll', 'reconciler_pass']) rows.push([`${k.replace('_', ' ')} at 2M within 1.5× of 10k`, `${r.growth.ratios[k]}×`, r.growth.ratios[k] <= 1.5]);
+  }
+  const deliverRss = r.capacity_1x1 ? Object.entries(r.capacity_1x1.peak_rss_mb).filter(([k]) => k.startsWith('deliver')).map(([, v]) => v as number) : [];
+  if (deliverRss.length) rows.push(['deliver RSS ≤ 200 MB at concurrency 64', `${Math.max(...deliverRss)} MB`, Math.max(...deliverRss) <= 200]);
+  if (rows.length === 0) return [];
+  return ['**Targets**', '', '| target | measured | met |', '|---|---|---|', ...rows.map(([t, m, ok]) => `| ${t} | ${m} | ${ok ? 'yes' : 'no'} |`), ''];
+}
