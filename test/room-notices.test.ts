@@ -185,3 +185,25 @@ describe('room kick notices', () => {
     expect(new Set(env.fakeIm.messages().map((m) => JSON.parse(m.data).event_id)).size).toBe(500);
   });
 });
+
+describe('demo producer (docker compose `demo --publish-kicks`)', () => {
+  it('publishes kicks with the MQ contract (tag = event type, keys = event id) that the consumer turns into room notices', async () => {
+    const { startKickPublisher, writeDemoRoomRows } = await import('../src/demo/room-demo.ts');
+    const { createLogger } = await import('../src/platform/logger.ts');
+    const proxy = await startMq();
+    env = await createTestEnv(mqConfig(proxy.endpoint));
+    proc = await startPipeline(env.config);
+    const publisher = await startKickPublisher(env.config, createLogger('silent'));
+    try {
+      await writeDemoRoomRows(env.owner, env.config.room_database, 20, publisher);
+    } finally {
+      await publisher.close();
+    }
+    const [kicks] = await env.owner.query<any[]>(`SELECT event_id FROM \`${env.config.room_database}\`.room_outbox WHERE event_type = 'RoomUserKicked'`);
+    expect(kicks.length).toBeGreaterThan(0);
+    expect(proxy.calls.sendMessage).toBe(kicks.length);
+    await waitFor(async () => env!.fakeIm.delivered().length, (n) => n === kicks.length, 15_000, 'a room_notice per published kick');
+    expect(new Set(env.fakeIm.delivered().map((m) => JSON.parse(m.data).event_id))).toEqual(new Set(kicks.map((k) => k.event_id)));
+    expect(env.fakeIm.delivered().every((m) => m.ext === 'room_notice')).toBe(true);
+  });
+});

@@ -127,7 +127,10 @@ export class FakeRocketMqProxy {
         call.on('data', (command: any) => {
           if (!command.settings) return;
           // The proxy answers with the client's settings merged with server values.
-          call.write({ status: ok, settings: { ...command.settings, backoffPolicy: { maxAttempts: 17, exponentialBackoff: { initial: toDuration(1000), max: toDuration(10_000), multiplier: 2 } } } });
+          const settings = { ...command.settings, backoffPolicy: { maxAttempts: 17, exponentialBackoff: { initial: toDuration(1000), max: toDuration(10_000), multiplier: 2 } } };
+          // Producers get the proxy's publishing limits (a 4 MiB body), or the client refuses every send.
+          if (command.settings.publishing) settings.publishing = { ...command.settings.publishing, maxBodySize: 4 * 1024 * 1024 };
+          call.write({ status: ok, settings });
         });
         // End our side when the client half-closes, or its orphaned stream crashes the client process.
         call.on('end', () => {
@@ -137,6 +140,16 @@ export class FakeRocketMqProxy {
         call.on('error', () => this.telemetryCalls.delete(call));
       },
       receiveMessage: (call: grpc.ServerWritableStream<any, any>) => void this.receive(call),
+      // A producer (room-service's relay, or our demo) publishing into the same store the consumer pops from.
+      sendMessage: (call: grpc.ServerUnaryCall<any, any>, cb: grpc.sendUnaryData<any>) => {
+        this.count('sendMessage');
+        const entries = call.request.messages.map((m: any) => {
+          const sys = m.systemProperties ?? {};
+          const id = this.publish(m.topic.name, Buffer.from(m.body), { tag: sys.tag ?? '', keys: sys.keys ?? [], messageId: sys.messageId || undefined });
+          return { status: ok, messageId: id, transactionId: '', offset: this.nextOffset - 1, recallHandle: '' };
+        });
+        cb(null, { status: ok, entries });
+      },
       ackMessage: (call: grpc.ServerUnaryCall<any, any>, cb: grpc.sendUnaryData<any>) => {
         this.count('ackMessage');
         const entries = call.request.entries.map((entry: any) => {
