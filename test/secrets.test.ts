@@ -39,7 +39,9 @@ describe('secrets never reach logs, errors or job data', () => {
     await insertWalletRows(env.owner, env.config.wallet_database, Array.from({ length: 10 }, (_, i) => balanceChanged(i + 1)));
     mq.publish('hyapp_room_outbox', mqBody(kick(1)), { tag: 'RoomUserKicked' });
     mq.publish('hyapp_room_outbox', 'poison {', { tag: 'RoomUserKicked' });
-    await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 11, 30_000, 'all delivered');
+    // Every event reaches a final state; which one does not matter here (a CPU-starved CI run may exhaust an
+    // event's retries under this many injected faults) — what matters is what the logs said on the way.
+    await waitFor(() => ledgerStatusCounts(env!.notice), (c) => (c.delivered ?? 0) + (c.failed ?? 0) === 11, 60_000, 'all final');
     await Promise.all([stopGracefully(ingest), stopGracefully(deliver)]);
 
     const output = ingest.output() + deliver.output();
