@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { WakeableSleep } from '../app/wakeable-sleep.ts';
 import { CHANNEL_TENCENT_IM_C2C } from '../ledger/types.ts';
 import type { OutboxWorkerConfig } from '../config/schema.ts';
 import type { FactRecorder, SourceFact } from '../intake/fact-recorder.ts';
@@ -52,7 +53,7 @@ export class OutboxPoller {
   private leaseUntilMs = 0;
   private running = false;
   private loop: Promise<void> | null = null;
-  private wake: (() => void) | null = null;
+  private readonly pause = new WakeableSleep();
   private readonly now: () => number;
   private readonly log: Logger;
 
@@ -94,7 +95,7 @@ export class OutboxPoller {
 
   async stop(): Promise<void> {
     this.running = false;
-    this.wake?.();
+    this.pause.wake();
     await this.loop;
     if (this.state) {
       await this.deps.cursors.release(this.deps.source.sourceName, this.deps.owner).catch(() => undefined);
@@ -119,19 +120,10 @@ export class OutboxPoller {
         delay = Math.min(30_000, this.deps.config.poll_interval * 2 ** Math.min(failures, 6));
         this.log.warn({ err: describeError(err), retry_in_ms: delay }, 'outbox poll failed; cursor not advanced');
       }
-      if (delay > 0 && this.running) await this.sleep(delay);
+      if (delay > 0 && this.running) await this.pause.sleep(delay);
     }
   }
 
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-  }
 
   async pollOnce(): Promise<PollResult> {
     const { source, config, reader, cursors, recorder } = this.deps;

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { WakeableSleep } from '../app/wakeable-sleep.ts';
 import type { FactRecorder, SourceFact } from '../intake/fact-recorder.ts';
 import type { RejectStore } from '../intake/reject-store.ts';
 import { describeError } from '../outbox/poller.ts';
@@ -44,7 +45,7 @@ export class MqConsumerLoop {
   private running = false;
   private loop: Promise<void> | null = null;
   private handling: Promise<void> = Promise.resolve();
-  private wake: (() => void) | null = null;
+  private readonly pause = new WakeableSleep();
   private readonly log: Logger;
 
   constructor(private readonly options: MqConsumerLoopOptions) {
@@ -67,7 +68,7 @@ export class MqConsumerLoop {
 
   async stop(): Promise<void> {
     this.running = false;
-    this.wake?.();
+    this.pause.wake();
     await this.handling; // let a batch in hand be recorded and acked
     const receiver = this.receiver;
     this.receiver = null;
@@ -93,7 +94,7 @@ export class MqConsumerLoop {
           failures++;
           const delay = backoff(failures);
           this.log.warn({ err: describeError(err), retry_in_ms: delay }, 'RocketMQ consumer startup failed');
-          await this.sleep(delay);
+          await this.pause.sleep(delay);
           continue;
         }
       }
@@ -113,7 +114,7 @@ export class MqConsumerLoop {
           this.stats.reconnects++;
           await receiver.shutdown();
         }
-        await this.sleep(delay);
+        await this.pause.sleep(delay);
         continue;
       }
       if (messages.length > 0) {
@@ -182,15 +183,6 @@ export class MqConsumerLoop {
     }
   }
 
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-  }
 }
 
 function backoff(failures: number): number {
