@@ -14,7 +14,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund
 
 FROM node:20-bookworm-slim
-ENV NODE_ENV=production NOTICE_CONFIG=/app/configs/docker.yaml NOTICE_DIST=1
+# A small young generation: ~30 MB less RSS per process at the same throughput (bench/report.md).
+ENV NODE_ENV=production NOTICE_CONFIG=/app/configs/docker.yaml NOTICE_DIST=1 NODE_OPTIONS=--max-semi-space-size=4
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/package.json ./

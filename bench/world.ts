@@ -36,7 +36,9 @@ export async function createWorld(config: Record<string, unknown>): Promise<Worl
     env, redis, procs,
     async spawn(role) {
       // BENCH_PROFILE=1 writes a V8 CPU profile per process into .tmp/prof (open it in Chrome DevTools).
-      const proc = spawnNotice([role, '--config', env.configFile], {}, process.env.BENCH_PROFILE === '1' ? ['--cpu-prof', '--cpu-prof-dir=.tmp/prof'] : []);
+      // The processes run with the V8 setting the Docker image uses (NOTICE_NODE_OPTIONS overrides it).
+      const nodeOptions = process.env.NOTICE_NODE_OPTIONS ?? '--max-semi-space-size=4';
+      const proc = spawnNotice([role, '--config', env.configFile], { NODE_OPTIONS: nodeOptions }, process.env.BENCH_PROFILE === '1' ? ['--cpu-prof', '--cpu-prof-dir=.tmp/prof'] : []);
       await waitForOutput(proc, /notice-service started/, 30_000);
       procs.push({ role, proc, cpuAtStart: cpuSeconds(proc.child.pid!) });
       return proc;
