@@ -21,7 +21,7 @@ import type { Queue } from 'bullmq';
 export class DeliverRole implements Role {
   readonly name = 'deliver';
   readonly workerId = newWorkerId('deliver');
-  readonly outcomes: Record<DeliveryOutcome, number> = { delivered: 0, retryable: 0, failed: 0, rate_limited: 0, not_claimed: 0 };
+  readonly outcomes: Record<DeliveryOutcome, number> = { delivered: 0, retryable: 0, failed: 0, rate_limited: 0 };
   private worker: Worker<DeliverJobData> | null = null;
   reconciler: Reconciler | null = null;
   private readonly client: TencentImClient;

@@ -37,7 +37,7 @@ export interface DeliverProcessorDeps {
   onOutcome?: (outcome: DeliveryOutcome, row: LedgerRow) => void;
 }
 
-export type DeliveryOutcome = 'delivered' | 'retryable' | 'failed' | 'rate_limited' | 'not_claimed';
+export type DeliveryOutcome = 'delivered' | 'retryable' | 'failed' | 'rate_limited';
 
 /** Over-frequency back-off for the whole queue: long enough for Tencent's one-second window to roll over. */
 const RATE_LIMIT_BACKOFF_MS = 1000;
