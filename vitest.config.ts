@@ -8,6 +8,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Each test file gets its own databases and Redis prefix, so files run in parallel safely.
     fileParallelism: true,
-    maxWorkers: 3,
+    // Two cores: more parallel files only starve the spawned processes and make timing-sensitive tests flaky.
+    maxWorkers: 2,
   },
 });
