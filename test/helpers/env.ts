@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import mysql, { type Pool } from 'mysql2/promise';
 import { Redis } from 'ioredis';
@@ -61,6 +61,7 @@ export async function createTestEnv(overrides: Record<string, unknown> = {}, opt
   return {
     id, config, configFile, notice, owner, fakeIm, fakeImUrl, redis,
     async close() {
+      rmSync(configFile, { force: true });
       await fakeIm.close();
       await notice.end();
       for (const db of [`${id}_notice`, `${id}_wallet`, `${id}_room`]) await owner.query(`DROP DATABASE IF EXISTS \`${db}\``);
