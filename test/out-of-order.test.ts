@@ -97,3 +97,21 @@ describe('gap-safe outbox cursor', () => {
     expect((await ledgerStatusCounts(env.notice)).delivered).toBe(committed.length);
   });
 });
+
+describe('where a new cursor starts', () => {
+  it('start_from: latest skips the history already in the outbox, and a saved cursor is kept across restarts', async () => {
+    env = await createTestEnv({ wallet_notice_worker: { start_from: 'latest' } });
+    await insertWalletRows(env.owner, env.config.wallet_database, Array.from({ length: 5 }, (_, i) => balanceChanged(i + 1)));
+    proc = await startPipeline(env.config);
+    await waitFor(async () => proc!.ingest!.pollers[0]!.cursor?.highWaterId, (h) => h === 5, 10_000, 'cursor at the top');
+    await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(6), balanceChanged(7)]);
+    await waitFor(async () => env!.fakeIm.delivered().length, (n) => n === 2);
+    await proc.stop();
+    // Restarted with earliest: the saved cursor still wins, history stays unsent.
+    proc = await startPipeline({ ...env.config, wallet_notice_worker: { ...env.config.wallet_notice_worker, start_from: 'earliest' } });
+    await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(8)]);
+    await waitFor(async () => env!.fakeIm.delivered().length, (n) => n === 3);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(env.fakeIm.delivered().map((m) => JSON.parse(m.data).transaction_id).sort()).toEqual(['tx_6', 'tx_7', 'tx_8']);
+  });
+});

@@ -13,6 +13,11 @@ const outboxWorker = z.strictObject({
   max_retry_count: z.number().int().min(0).max(1000).default(10),
   /** How long a hole in the outbox id sequence is waited for before it is skipped; longer than the owner's longest transaction. */
   gap_grace: durationMs.default(60_000),
+  /**
+   * Where a source with no saved cursor starts: `earliest` sends every row already in the outbox, `latest` only
+   * rows committed from now on (for a first deployment on an outbox with history). A saved cursor always wins.
+   */
+  start_from: z.enum(['earliest', 'latest']).default('earliest'),
 });
 
 /** Tencent IM REST API (sendmsg) settings. */

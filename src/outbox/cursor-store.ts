@@ -8,12 +8,19 @@ import { parseGaps, serializeGaps, type CursorState } from './gap-tracker.ts';
 export class CursorStore {
   constructor(private readonly pool: Pool) {}
 
-  async acquire(sourceName: string, owner: string, nowMs: number, leaseMs: number): Promise<boolean> {
-    await this.pool.query(
-      `INSERT INTO notice_ingest_cursors (source_name, high_water_id, open_gaps, lease_owner, lease_until_ms, updated_at_ms)
-       VALUES (?, 0, '[]', NULL, 0, ?) ON DUPLICATE KEY UPDATE source_name = source_name`,
-      [sourceName, nowMs],
-    );
+  /**
+   * @param initialHighWaterId where a source without a cursor row starts (0 = the whole outbox; `start_from: latest`
+   *   passes the current top id). An existing cursor is never moved by it.
+   */
+  async acquire(sourceName: string, owner: string, nowMs: number, leaseMs: number, initialHighWaterId: () => Promise<number> = async () => 0): Promise<boolean> {
+    const [existing] = await this.pool.query<RowDataPacket[]>('SELECT 1 FROM notice_ingest_cursors WHERE source_name = ?', [sourceName]);
+    if (existing.length === 0) {
+      await this.pool.query(
+        `INSERT INTO notice_ingest_cursors (source_name, high_water_id, open_gaps, lease_owner, lease_until_ms, updated_at_ms)
+         VALUES (?, ?, '[]', NULL, 0, ?) ON DUPLICATE KEY UPDATE source_name = source_name`,
+        [sourceName, await initialHighWaterId(), nowMs],
+      );
+    }
     const [result] = await this.pool.query<ResultSetHeader>(
       `UPDATE notice_ingest_cursors SET lease_owner = ?, lease_until_ms = ?
         WHERE source_name = ? AND (lease_owner = ? OR lease_owner IS NULL OR lease_until_ms < ?)`,

@@ -181,7 +181,8 @@ export class OutboxPoller {
   private async holdLease(nowMs: number): Promise<boolean> {
     const { source, config, cursors } = this.deps;
     if (this.state && this.leaseUntilMs - nowMs > config.lock_ttl / 2) return true;
-    const acquired = await cursors.acquire(source.sourceName, this.deps.owner, nowMs, config.lock_ttl);
+    const startAt = async () => (config.start_from === 'latest' ? ((await this.deps.reader.newest())?.id ?? 0) : 0);
+    const acquired = await cursors.acquire(source.sourceName, this.deps.owner, nowMs, config.lock_ttl, startAt);
     if (!acquired) {
       this.state = null;
       return false;
