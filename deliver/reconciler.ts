@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import type { LedgerRepository } from '../src/ledger/repository.ts';
 import type { NoticeConfig } from '../src/config/schema.ts';
 import type { NoticeMetrics } from '../src/observability/metrics.ts';
-import { describeError } from '../src/outbox/poller.ts';
+import { describeError } from '../src/platform/errors.ts';
 import { deliverJobId, enqueueDeliveries, type DeliverJobData } from '../queues/deliver-queue.ts';
 
 const LIVE_STATES = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { WakeableSleep } from '../app/wakeable-sleep.ts';
+import { describeError } from '../platform/errors.ts';
 import { CHANNEL_TENCENT_IM_C2C } from '../ledger/types.ts';
 import type { OutboxWorkerConfig } from '../config/schema.ts';
 import type { FactRecorder, SourceFact } from '../intake/fact-recorder.ts';
@@ -194,9 +195,4 @@ export class OutboxPoller {
     this.leaseUntilMs = nowMs + config.lock_ttl;
     return true;
   }
-}
-
-export function describeError(err: unknown): string {
-  if (err instanceof Error) return `${err.name}: ${err.message}`.slice(0, 500);
-  return String(err).slice(0, 500);
 }

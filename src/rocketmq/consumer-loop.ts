@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { WakeableSleep } from '../app/wakeable-sleep.ts';
 import type { FactRecorder, SourceFact } from '../intake/fact-recorder.ts';
 import type { RejectStore } from '../intake/reject-store.ts';
-import { describeError } from '../outbox/poller.ts';
+import { describeError } from '../platform/errors.ts';
 import type { MqMessage, MqReceiver } from './receiver.ts';
 import type { NoticeMetrics } from '../observability/metrics.ts';
 
