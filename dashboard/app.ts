@@ -7,7 +7,7 @@ import { ExpressAdapter } from '@bull-board/express';
 import type { NoticeConfig } from '../src/config/schema.ts';
 import { LedgerQueries } from '../src/ledger/queries.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
-import { sourcePolicies } from '../src/notices/registry.ts';
+import { sourcePolicy } from '../src/notices/registry.ts';
 import type { DeliverJobData } from '../queues/deliver-queue.ts';
 import { basicAuth } from './auth.ts';
 import { ledgerApi } from './ledger-api.ts';
@@ -49,13 +49,13 @@ export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Arr
   });
   app.use(`${base}/queues`, serverAdapter.getRouter());
 
-  const policies = sourcePolicies(config);
+  const policyFor = sourcePolicy(config);
   app.use(`${base}/api/notices`, ledgerApi({
     queries: new LedgerQueries(pool),
     ledger: new LedgerRepository(pool),
     queue: queues[0]!,
     readOnly: settings.read_only,
-    maxRetryFor: (source) => policies.get(source)?.maxRetryCount ?? 10,
+    maxRetryFor: (source) => policyFor(source).maxRetryCount,
   }));
   const page = noticesPage({ apiPath: `${base}/api/notices`, queuesPath: `${base}/queues`, environment: settings.environment, readOnly: settings.read_only });
   app.get(`${base}/notices`, (_req, res) => void res.type('html').send(page));

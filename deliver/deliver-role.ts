@@ -4,7 +4,7 @@ import type { Pool } from 'mysql2/promise';
 import type { Logger } from 'pino';
 import type { NoticeConfig } from '../src/config/schema.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
-import { sourcePolicies } from '../src/notices/registry.ts';
+import { sourcePolicy } from '../src/notices/registry.ts';
 import { TencentImClient } from '../src/tencent-im/client.ts';
 import { UserSigCache } from '../src/tencent-im/usersig.ts';
 import { RoleConfigError, withDeadline, type Role } from '../src/app/role.ts';
@@ -47,16 +47,15 @@ export class DeliverRole implements Role {
   }
 
   async start(): Promise<void> {
-    const policies = sourcePolicies(this.config);
-    const fallbackPolicy = { lockTtlMs: 30_000, maxRetryCount: 10 };
+    const policyFor = sourcePolicy(this.config);
     const rate = this.config.tencent_im.rate_limit_per_second;
     let worker: Worker<DeliverJobData>;
     const processor = createDeliverProcessor({
       ledger: new LedgerRepository(this.pool),
-      hot: new BatchedLedger(this.pool, this.workerId, (source) => (policies.get(source) ?? fallbackPolicy).lockTtlMs),
+      hot: new BatchedLedger(this.pool, this.workerId, (source) => policyFor(source).lockTtlMs),
       sender: this.client,
       workerId: this.workerId,
-      policyFor: (source) => policies.get(source) ?? fallbackPolicy,
+      policyFor,
       retryBaseMs: this.config.deliver.retry_base_delay,
       retryMaxMs: this.config.deliver.retry_max_delay,
       maxUnfinishedAttempts: this.config.deliver.max_unfinished_attempts,
@@ -83,7 +82,7 @@ export class DeliverRole implements Role {
     await worker.waitUntilReady();
     this.reconciler = new Reconciler({
       ledger: new LedgerRepository(this.pool), queue: this.queue, redis: this.producerRedis, config: this.config, owner: this.workerId,
-      maxRetryFor: (source) => (policies.get(source) ?? fallbackPolicy).maxRetryCount, logger: this.logger, metrics: this.metrics,
+      maxRetryFor: (source) => policyFor(source).maxRetryCount, logger: this.logger, metrics: this.metrics,
     });
     this.reconciler.start();
   }

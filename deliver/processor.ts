@@ -7,11 +7,7 @@ import type { NoticeMetrics } from '../src/observability/metrics.ts';
 import type { DeliverJobData } from '../queues/deliver-queue.ts';
 import { decideRetry, retryDelayMs } from './retry-policy.ts';
 import { RetryableDeliveryError } from './errors.ts';
-
-export interface SourcePolicy {
-  lockTtlMs: number;
-  maxRetryCount: number;
-}
+import type { SourcePolicy } from '../src/notices/registry.ts';
 
 /** The two hot-path ledger writes, coalesced across concurrent jobs (BatchedLedger in production). */
 export interface HotLedger {

@@ -23,9 +23,19 @@ export function outboxNoticeModules(config: NoticeConfig): OutboxNoticeModule[] 
   ];
 }
 
-/** Per-source delivery policy (lock TTL, retry budget) looked up by the ledger's source_name. */
-export function sourcePolicies(config: NoticeConfig): Map<string, { lockTtlMs: number; maxRetryCount: number }> {
-  return new Map(outboxNoticeModules(config).map((m) => [m.source.sourceName, { lockTtlMs: m.worker.lock_ttl, maxRetryCount: m.worker.max_retry_count }]));
+export interface SourcePolicy {
+  lockTtlMs: number;
+  maxRetryCount: number;
+}
+
+/**
+ * Per-source delivery policy (lock TTL, retry budget) by the ledger's source_name. A source no module knows (a
+ * row left by a removed module) gets the seed's defaults.
+ */
+export function sourcePolicy(config: NoticeConfig): (sourceName: string) => SourcePolicy {
+  const policies = new Map(outboxNoticeModules(config).map((m) => [m.source.sourceName, { lockTtlMs: m.worker.lock_ttl, maxRetryCount: m.worker.max_retry_count }]));
+  const fallback: SourcePolicy = { lockTtlMs: 30_000, maxRetryCount: 10 };
+  return (sourceName) => policies.get(sourceName) ?? fallback;
 }
 
 /** MQ-fed notice modules: a topic subscription whose messages map to the same ledger facts as an outbox source. */

@@ -4,7 +4,7 @@ import { createMysqlPool } from '../platform/mysql.ts';
 import { createRedis } from '../platform/redis.ts';
 import { LedgerQueries } from '../ledger/queries.ts';
 import { LedgerRepository } from '../ledger/repository.ts';
-import { sourcePolicies } from '../notices/registry.ts';
+import { sourcePolicy } from '../notices/registry.ts';
 import { createDeliverQueue, deliverJobId } from '../../queues/deliver-queue.ts';
 import { presentRow } from '../ledger/present.ts';
 import { requeueFailed } from './requeue.ts';
@@ -53,7 +53,7 @@ export interface RequeueCommand {
 export async function requeueCommand(config: NoticeConfig, options: RequeueCommand): Promise<{ matched: number; requeued: number; skipped: Array<{ event_id: string; reason: string }>; dry_run: boolean }> {
   if (options.status !== 'failed') throw new RoleConfigError(`--status: only "failed" rows can be requeued, got "${options.status}"`);
   const sinceMs = options.since ? parseSince(options.since) : undefined;
-  const policies = sourcePolicies(config);
+  const policyFor = sourcePolicy(config);
   return withResources(config, async ({ pool, queue }) => {
     const queries = new LedgerQueries(pool);
     const ledger = new LedgerRepository(pool);
@@ -70,7 +70,7 @@ export async function requeueCommand(config: NoticeConfig, options: RequeueComma
         offset += rows.length;
         continue;
       }
-      const result = await requeueFailed(ledger, queue, rows, (source) => policies.get(source)?.maxRetryCount ?? 10);
+      const result = await requeueFailed(ledger, queue, rows, (source) => policyFor(source).maxRetryCount);
       requeued += result.requeued.length;
       skipped.push(...result.skipped.map((s) => ({ event_id: s.key.sourceEventId, reason: s.reason })));
       offset += result.skipped.length;
