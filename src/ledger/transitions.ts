@@ -20,5 +20,3 @@ export const TRANSITIONS: Readonly<Record<DeliveryStatus, readonly DeliveryStatu
 export function canTransition(from: DeliveryStatus, to: DeliveryStatus): boolean {
   return TRANSITIONS[from].includes(to);
 }
-
-export const FINAL_STATUSES: readonly DeliveryStatus[] = ['delivered', 'failed'];

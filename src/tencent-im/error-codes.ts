@@ -18,5 +18,3 @@ const table = new Map<number, ErrorClass>([
 export function classifyErrorCode(code: number): ErrorClass {
   return table.get(code) ?? 'permanent';
 }
-
-export const RECIPIENT_NOT_IMPORTED = new Set([90003, 90012, 90048, 20003, 70107]);

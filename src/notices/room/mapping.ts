@@ -1,6 +1,6 @@
 import type { MappedEvent } from '../types.ts';
-import { describeZodError, parsePayloadJson, stringifyPayload } from '../payload-json.ts';
-import { MAX_MESSAGE_BYTES, messageBytes } from '../../tencent-im/message.ts';
+import { describeZodError, parsePayloadJson } from '../payload-json.ts';
+import { toNotice } from '../notice-event.ts';
 import { roomUserKickedPayload, type RoomFact } from './payloads.ts';
 
 export const ROOM_NOTICE = 'room_notice';
@@ -40,10 +40,5 @@ export function mapRoomFact(fact: RoomFact, recordedAtMs: number): MappedEvent {
     created_at_ms: recordedAtMs,
     source_created_at_ms: fact.created_at_ms ?? null,
   };
-  const text = stringifyPayload(payload);
-  const bytes = messageBytes(text, ROOM_NOTICE);
-  if (bytes > MAX_MESSAGE_BYTES) {
-    return { kind: 'malformed', eventType: fact.event_type, userId: p.target_user_id, noticeKind: ROOM_NOTICE, reason: `payload too large for one IM message: ${bytes} bytes > ${MAX_MESSAGE_BYTES}` };
-  }
-  return { kind: 'notice', eventType: fact.event_type, userId: p.target_user_id, noticeKind: ROOM_NOTICE, payload: text };
+  return toNotice(payload, { eventType: fact.event_type, userId: p.target_user_id, noticeKind: ROOM_NOTICE });
 }

@@ -1,6 +1,6 @@
 import type { MappedEvent, OutboxRow } from '../types.ts';
-import { describeZodError, parsePayloadJson, stringifyPayload } from '../payload-json.ts';
-import { MAX_MESSAGE_BYTES, messageBytes } from '../../tencent-im/message.ts';
+import { describeZodError, parsePayloadJson } from '../payload-json.ts';
+import { toNotice } from '../notice-event.ts';
 import { vipActivatedPayload, walletBalanceChangedPayload } from './payloads.ts';
 
 export const WALLET_NOTICE = 'wallet_notice';
@@ -81,13 +81,5 @@ export function mapWalletOutboxRow(row: OutboxRow, recordedAtMs: number): Mapped
       source_created_at_ms: sourceCreatedAtMs,
     };
   }
-  let text: string;
-  try {
-    text = stringifyPayload(payload);
-  } catch (err) {
-    return malformed(`payload cannot be serialised: ${(err as Error).message.slice(0, 200)}`);
-  }
-  const bytes = messageBytes(text, noticeKind);
-  if (bytes > MAX_MESSAGE_BYTES) return malformed(`payload too large for one IM message: ${bytes} bytes > ${MAX_MESSAGE_BYTES}`);
-  return { kind: 'notice', eventType, userId, noticeKind, payload: text };
+  return toNotice(payload, { eventType, userId, noticeKind });
 }
