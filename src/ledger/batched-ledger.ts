@@ -1,7 +1,7 @@
 import DataLoader from 'dataloader';
 import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { toLedgerRow, type ClaimResult } from './repository.ts';
-import type { LedgerKey } from './types.ts';
+import type { LedgerKey, LedgerRow } from './types.ts';
 import { retryOnDeadlock } from '../platform/deadlock-retry.ts';
 
 const TABLE = 'notice_delivery_events';
@@ -10,11 +10,37 @@ function keyString(key: LedgerKey): string {
   return `${key.sourceName}\u0000${key.appCode}\u0000${key.sourceEventId}\u0000${key.channel}`;
 }
 
-function tupleIn(keys: readonly LedgerKey[]): { sql: string; params: string[] } {
-  return {
-    sql: `(source_name, app_code, source_event_id, channel) IN (${keys.map(() => '(?, ?, ?, ?)').join(', ')})`,
-    params: keys.flatMap((k) => [k.sourceName, k.appCode, k.sourceEventId, k.channel]),
-  };
+/** Keys sharing source, app and channel: one batch statement each, whose rows differ only in source_event_id. */
+interface KeyGroup<T> {
+  sourceName: string;
+  items: T[];
+  /** `source_name = ? AND app_code = ? AND channel = ? AND source_event_id IN (…)` and its parameters. */
+  where: { sql: string; params: string[] };
+}
+
+/**
+ * Splits a batch by (source, app, channel) so each statement filters the primary key's leading columns by equality
+ * and only source_event_id by IN. A row-constructor IN over all four columns is much dearer for the optimizer:
+ * measured on MariaDB 10.11 at 64 keys per statement, 4–7× the server CPU per row (it weighs range plans over
+ * every secondary index for each tuple), and the cost per row grows with the batch.
+ */
+function groupKeys<T>(items: readonly T[], keyOf: (item: T) => LedgerKey): Array<KeyGroup<T>> {
+  const groups = new Map<string, { first: LedgerKey; items: T[] }>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const prefix = `${key.sourceName}\u0000${key.appCode}\u0000${key.channel}`;
+    const group = groups.get(prefix);
+    if (group) group.items.push(item);
+    else groups.set(prefix, { first: key, items: [item] });
+  }
+  return [...groups.values()].map(({ first, items: members }) => ({
+    sourceName: first.sourceName,
+    items: members,
+    where: {
+      sql: `source_name = ? AND app_code = ? AND channel = ? AND source_event_id IN (${members.map(() => '?').join(', ')})`,
+      params: [first.sourceName, first.appCode, first.channel, ...members.map((m) => keyOf(m).sourceEventId)],
+    },
+  }));
 }
 
 /**
@@ -74,29 +100,26 @@ export class BatchedLedger {
 
   private async claimBatch(keys: readonly LedgerKey[]): Promise<ClaimResult[]> {
     const nowMs = this.now();
-    // One lock deadline per source (lock_ttl is per source); all keys of a batch usually share one.
-    const bySource = new Map<string, LedgerKey[]>();
-    for (const key of keys) bySource.set(key.sourceName, [...(bySource.get(key.sourceName) ?? []), key]);
+    const byKey = new Map<string, LedgerRow>();
     const lockUntil = new Map<string, number>();
-    for (const [source, group] of bySource) {
-      const until = nowMs + this.lockTtlFor(source);
-      lockUntil.set(source, until);
-      const where = tupleIn(group);
+    for (const group of groupKeys(keys, (key) => key)) {
+      // lock_ttl is per source, so one deadline per group.
+      const until = lockUntil.get(group.sourceName) ?? nowMs + this.lockTtlFor(group.sourceName);
+      lockUntil.set(group.sourceName, until);
       await retryOnDeadlock(() => this.pool.query<ResultSetHeader>(
         `UPDATE ${TABLE}
             SET status = 'delivering', locked_by = ?, lock_until_ms = ?, claim_count = claim_count + 1, updated_at_ms = ?
-          WHERE ${where.sql}
+          WHERE ${group.where.sql}
             AND (status IN ('pending', 'retryable')
                  OR (status = 'delivering' AND (lock_until_ms < ? OR locked_by = ?)))`,
-        [this.workerId, until, nowMs, ...where.params, nowMs, this.workerId],
+        [this.workerId, until, nowMs, ...group.where.params, nowMs, this.workerId],
       ));
+      const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT * FROM ${TABLE} WHERE ${group.where.sql}`, group.where.params);
+      for (const r of rows) {
+        const row = toLedgerRow(r);
+        byKey.set(keyString(row), row);
+      }
     }
-    const where = tupleIn(keys);
-    const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT * FROM ${TABLE} WHERE ${where.sql}`, where.params);
-    const byKey = new Map(rows.map((r) => {
-      const row = toLedgerRow(r);
-      return [keyString(row), row];
-    }));
     return keys.map((key) => {
       const row = byKey.get(keyString(key)) ?? null;
       // Ours exactly when it carries the lock we just wrote.
@@ -107,21 +130,25 @@ export class BatchedLedger {
 
   private async deliveredBatch(items: ReadonlyArray<{ key: LedgerKey; imMsgKey: string }>): Promise<boolean[]> {
     const nowMs = this.now();
-    const msgKeyCases = items.map(() => 'WHEN source_event_id = ? AND source_name = ? AND app_code = ? THEN ?').join(' ');
-    const caseParams = items.flatMap((i) => [i.key.sourceEventId, i.key.sourceName, i.key.appCode, i.imMsgKey]);
-    const where = tupleIn(items.map((i) => i.key));
-    const [result] = await retryOnDeadlock(() => this.pool.query<ResultSetHeader>(
-      `UPDATE ${TABLE}
-          SET status = 'delivered', im_msg_key = CASE ${msgKeyCases} END, delivered_at_ms = ?, next_retry_at_ms = NULL,
-              last_error_code = NULL, last_error = NULL, attempt_count = attempt_count + 1,
-              locked_by = NULL, lock_until_ms = NULL, updated_at_ms = ?
-        WHERE ${where.sql} AND status = 'delivering' AND locked_by = ?`,
-      [...caseParams, nowMs, nowMs, ...where.params, this.workerId],
-    ));
-    if (result.affectedRows === items.length) return items.map(() => true);
-    // Some lock was taken over meanwhile (rare): read back which rows turned delivered by this batch.
-    const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT source_name, app_code, source_event_id, channel, status, im_msg_key FROM ${TABLE} WHERE ${where.sql}`, where.params);
-    const done = new Set(rows.filter((r) => r.status === 'delivered').map((r) => `${r.source_name}\u0000${r.app_code}\u0000${r.source_event_id}\u0000${r.channel}\u0000${r.im_msg_key}`));
+    const done = new Set<string>();
+    for (const group of groupKeys(items, (item) => item.key)) {
+      const msgKeyCases = group.items.map(() => 'WHEN ? THEN ?').join(' ');
+      const [result] = await retryOnDeadlock(() => this.pool.query<ResultSetHeader>(
+        `UPDATE ${TABLE}
+            SET status = 'delivered', im_msg_key = CASE source_event_id ${msgKeyCases} END, delivered_at_ms = ?, next_retry_at_ms = NULL,
+                last_error_code = NULL, last_error = NULL, attempt_count = attempt_count + 1,
+                locked_by = NULL, lock_until_ms = NULL, updated_at_ms = ?
+          WHERE ${group.where.sql} AND status = 'delivering' AND locked_by = ?`,
+        [...group.items.flatMap((i) => [i.key.sourceEventId, i.imMsgKey]), nowMs, nowMs, ...group.where.params, this.workerId],
+      ));
+      if (result.affectedRows === group.items.length) {
+        for (const i of group.items) done.add(`${keyString(i.key)}\u0000${i.imMsgKey}`);
+        continue;
+      }
+      // Some lock was taken over meanwhile (rare): read back which rows turned delivered by this batch.
+      const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT source_name, app_code, source_event_id, channel, status, im_msg_key FROM ${TABLE} WHERE ${group.where.sql}`, group.where.params);
+      for (const r of rows) if (r.status === 'delivered') done.add(`${r.source_name}\u0000${r.app_code}\u0000${r.source_event_id}\u0000${r.channel}\u0000${r.im_msg_key}`);
+    }
     return items.map((i) => done.has(`${keyString(i.key)}\u0000${i.imMsgKey}`));
   }
 }
