@@ -34,7 +34,7 @@ export interface Faults {
   http_errors?: number;
   /** The next n requests have their connection destroyed without an answer. */
   drop_connections?: number;
-  /** Every answer waits this long. */
+  /** Every answer waits this long (the request is received, counted and recorded on arrival). */
   delay_ms?: number;
   /** Answer 60007 beyond this many sends in any one-second window (0 = off). */
   rate_limit_per_second?: number;
@@ -159,9 +159,11 @@ export class FakeImServer {
       return;
     }
     if (Math.random() < f.timeout_rate) await sleep(f.timeout_ms);
-    if (f.delay_ms > 0) await sleep(f.delay_ms);
+    // Counted (rate limit, receive time) on arrival, like Tencent's gateway; only the answer waits out the latency.
+    // Stamping after a timer instead would add this process's timer lateness to every arrival time.
     const answer = this.answerSendmsg(url, body);
     this.stats.by_code[String(answer.ErrorCode)] = (this.stats.by_code[String(answer.ErrorCode)] ?? 0) + 1;
+    if (f.delay_ms > 0) await sleep(f.delay_ms);
     json(res, 200, answer);
   }
 
