@@ -159,13 +159,27 @@ async function mqLatency(rate: number, seconds: number) {
 if (want('latency')) {
   const seconds = SMOKE ? 2 : 20;
   const rows = [];
+  // Each percentile is the median over the runs; p99_runs keeps every run's p99 so the spread is visible.
+  const medianRow = <T extends Record<string, any>>(runs: T[]) => ({
+    ...runs[0]!,
+    ...Object.fromEntries(['p50_ms', 'p95_ms', 'p99_ms', 'max_ms', 'idle_statements_per_poll'].filter((k) => k in runs[0]!).map((k) => [k, medianOf(runs, (r) => r[k])])),
+    p99_runs: runs.map((r) => r.p99_ms),
+  });
   for (const poll of SMOKE ? ['500ms'] : ['500ms', '200ms', '100ms', '50ms']) {
-    log(`latency at 150/s, poll_interval ${poll}`);
-    rows.push(await latency(poll, 150, seconds));
+    const runs = [];
+    for (let i = 0; i < RUNS; i++) {
+      log(`latency at 150/s, poll_interval ${poll}, run ${i + 1}/${RUNS}`);
+      runs.push(await latency(poll, 150, seconds));
+    }
+    rows.push(medianRow(runs));
   }
   report.latency_poller = rows;
-  log('latency at 150/s, RocketMQ path');
-  report.latency_mq = await mqLatency(150, seconds);
+  const mqRuns = [];
+  for (let i = 0; i < RUNS; i++) {
+    log(`latency at 150/s, RocketMQ path, run ${i + 1}/${RUNS}`);
+    mqRuns.push(await mqLatency(150, seconds));
+  }
+  report.latency_mq = medianRow(mqRuns);
 }
 
 if (want('baseline')) {
@@ -203,9 +217,7 @@ if (want('baseline')) {
  * 4. Rate limit: a backlog drained by three deliver processes under the app-wide 200/s limit, fake-im (in a process
  * of its own, as Tencent's gateway is) enforcing 200/s over any sliding second.
  */
-if (want('ratelimit')) {
-  const events = SMOKE ? 600 : 20_000;
-  log(`rate limit: ${events} backlog, 3 deliver processes, limit 200/s`);
+async function rateLimitRun(events: number) {
   const im = await RemoteFakeIm.reservePort();
   const world = await createWorld({ ...PIPELINE, tencent_im: { request_timeout: '3s', rate_limit_per_second: 200, base_url: im.url } });
   try {
@@ -228,14 +240,30 @@ if (want('ratelimit')) {
       busiest = Math.max(busiest, i - j + 1);
     }
     const stats = await im.stats();
-    report.rate_limit = {
-      events, drain_seconds: Math.round(seconds * 10) / 10, busiest_aligned_second: stats.max_per_second, busiest_sliding_second: busiest,
+    return {
+      drain_seconds: Math.round(seconds * 10) / 10, busiest_aligned_second: stats.max_per_second, busiest_sliding_second: busiest,
       over_frequency_answers: stats.by_code['60007'] ?? 0, achieved_per_second: Math.round((events / seconds) * 10) / 10, share_of_200: Math.round((events / seconds / 200) * 1000) / 10,
     };
   } finally {
     await world.close();
     await im.stop();
   }
+}
+
+if (want('ratelimit')) {
+  const events = SMOKE ? 600 : 20_000;
+  const runs: Array<Awaited<ReturnType<typeof rateLimitRun>>> = [];
+  for (let i = 0; i < RUNS; i++) {
+    log(`rate limit: ${events} backlog, 3 deliver processes, limit 200/s, run ${i + 1}/${RUNS}`);
+    runs.push(await rateLimitRun(events));
+  }
+  // Rate and drain time are medians; the two "never" targets take the worst run, since one bad run breaks them.
+  report.rate_limit = {
+    events, runs,
+    drain_seconds: medianOf(runs, (r) => r.drain_seconds), achieved_per_second: medianOf(runs, (r) => r.achieved_per_second), share_of_200: medianOf(runs, (r) => r.share_of_200),
+    busiest_aligned_second: Math.max(...runs.map((r) => r.busiest_aligned_second)), busiest_sliding_second: Math.max(...runs.map((r) => r.busiest_sliding_second)),
+    over_frequency_answers: Math.max(...runs.map((r) => r.over_frequency_answers)),
+  };
 }
 
 if (want('growth')) {
