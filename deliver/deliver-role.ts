@@ -13,7 +13,7 @@ import { DELIVER_QUEUE_NAME, type DeliverJobData } from '../queues/deliver-queue
 import { createDeliverProcessor, ledgerBackoff, type DeliveryOutcome } from './processor.ts';
 import type { NoticeMetrics } from '../src/observability/metrics.ts';
 import { Reconciler } from './reconciler.ts';
-import { smoothLimiter } from './rate-limit.ts';
+import { SendPacer } from './send-pacer.ts';
 import { BatchedLedger } from '../src/ledger/batched-ledger.ts';
 import type { Queue } from 'bullmq';
 
@@ -48,8 +48,8 @@ export class DeliverRole implements Role {
 
   async start(): Promise<void> {
     const policyFor = sourcePolicy(this.config);
-    const rate = this.config.tencent_im.rate_limit_per_second;
-    let worker: Worker<DeliverJobData>;
+    // Tencent's quota is per app, not per process: the pacer's clock lives in Redis and every deliver process shares it.
+    const pacer = new SendPacer(this.connection, this.config.redis.prefix, this.config.tencent_im.rate_limit_per_second, () => this.metrics?.sendsRefused.inc());
     const processor = createDeliverProcessor({
       ledger: new LedgerRepository(this.pool),
       hot: new BatchedLedger(this.pool, this.workerId, (source) => policyFor(source).lockTtlMs),
@@ -59,17 +59,16 @@ export class DeliverRole implements Role {
       retryBaseMs: this.config.deliver.retry_base_delay,
       retryMaxMs: this.config.deliver.retry_max_delay,
       maxUnfinishedAttempts: this.config.deliver.max_unfinished_attempts,
-      rateLimitQueue: (ms) => worker.rateLimit(ms),
+      pacer,
+      sendTimeoutMs: this.config.tencent_im.request_timeout * 2, // a re-sign can make it two requests
       logger: this.logger,
       metrics: this.metrics,
       onOutcome: (outcome) => this.outcomes[outcome]++,
     });
-    worker = new Worker<DeliverJobData>(DELIVER_QUEUE_NAME, processor, {
+    const worker = new Worker<DeliverJobData>(DELIVER_QUEUE_NAME, processor, {
       connection: this.connection,
       prefix: this.config.redis.prefix,
       concurrency: this.config.deliver.concurrency,
-      // The global limiter is shared by every deliver process: Tencent's quota is per app, not per process.
-      ...(rate > 0 ? { limiter: smoothLimiter(rate) } : {}),
       settings: { backoffStrategy: ledgerBackoff(this.config.deliver.retry_base_delay, this.config.deliver.retry_max_delay) },
       lockDuration: Math.max(this.config.deliver.job_lock_duration, this.config.tencent_im.request_timeout * 2),
       stalledInterval: this.config.deliver.job_lock_duration,

@@ -8,6 +8,7 @@ import type { DeliverJobData } from '../queues/deliver-queue.ts';
 import { decideRetry, retryDelayMs } from './retry-policy.ts';
 import { RetryableDeliveryError } from './errors.ts';
 import type { SourcePolicy } from '../src/notices/registry.ts';
+import type { SendPacer } from './send-pacer.ts';
 
 /** The two hot-path ledger writes, coalesced across concurrent jobs (BatchedLedger in production). */
 export interface HotLedger {
@@ -25,8 +26,10 @@ export interface DeliverProcessorDeps {
   retryMaxMs: number;
   /** Sends that started but never finished, after which the event is failed as poison. */
   maxUnfinishedAttempts: number;
-  /** Backs the whole queue off (BullMQ's worker.rateLimit); resolves once the limiter is set. */
-  rateLimitQueue(ms: number): Promise<void>;
+  /** The app-wide send rate (SendPacer): waits for this send's slot, and backs every process off on over-frequency. */
+  pacer: Pick<SendPacer, 'acquire' | 'backOff'>;
+  /** The longest one send can take (the HTTP timeout): a send must end within the ledger lock it holds. */
+  sendTimeoutMs: number;
   logger: Logger;
   metrics?: NoticeMetrics;
   now?: () => number;
@@ -106,6 +109,17 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
       throw new UnrecoverableError('ledger row has no payload');
     }
 
+    // The slot comes after the claim, so nothing with a variable delay (a statement) stands between slot and send.
+    await deps.pacer.acquire();
+    if (row.lockUntilMs !== null && now() + deps.sendTimeoutMs > row.lockUntilMs) {
+      // The wait for a slot ate the lock (many senders, a short lock_ttl): another worker may claim the row now, so
+      // do not send. Like an over-frequency answer, this gives the claim back and spends no attempt.
+      const at = now();
+      await deps.ledger.releaseRateLimited(key, deps.workerId, 'SEND_SLOT_WAIT', 'waited too long for a send slot to send within the ledger lock', at + 50, at);
+      log().warn({ lock_until_ms: row.lockUntilMs }, 'waited too long for a send slot to send within the ledger lock; claiming again');
+      await job.moveToDelayed(at + 50, token);
+      throw new DelayedError();
+    }
     const outcome = await deps.sender.sendC2C({ toAccount: row.userId, ext: row.noticeKind, data: row.payload, dedupSeed: formatKey(key) });
     const at = now();
     switch (outcome.kind) {
@@ -117,11 +131,11 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
         return 'delivered';
       }
       case 'rate_limited': {
-        // Over-frequency is the provider's whole-app limit: pause the queue, do not spend this event's attempt.
+        // Over-frequency is the provider's whole-app limit: pause every sender, do not spend this event's attempt.
         await deps.ledger.releaseRateLimited(key, deps.workerId, outcome.code, outcome.message, at + RATE_LIMIT_BACKOFF_MS, at);
         observe('rate_limited', row, outcome, at);
         log().warn({ code: outcome.code }, 'Tencent IM over-frequency; backing the queue off');
-        await deps.rateLimitQueue(RATE_LIMIT_BACKOFF_MS);
+        await deps.pacer.backOff(RATE_LIMIT_BACKOFF_MS);
         // BullMQ recognises a rate-limit exit by its own error, which puts the job back in wait unspent.
         throw Worker.RateLimitError();
       }

@@ -5,7 +5,8 @@ import type { LedgerKey } from '../src/ledger/types.ts';
 
 /**
  * The contract between ingest and deliver: one queue per rate-limit domain. Every Tencent IM C2C send shares
- * the app's 200 req/s quota, so every C2C notice goes through this one queue and its global limiter.
+ * the app's 200 req/s quota, so every C2C notice goes through this one queue and the app-wide send pacer
+ * (deliver/send-pacer.ts).
  */
 export const DELIVER_QUEUE_NAME = 'deliver-tencent-im-c2c';
 

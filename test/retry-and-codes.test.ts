@@ -44,14 +44,3 @@ describe('ledger transitions', () => {
     expect(canTransition('pending', 'delivered')).toBe(false);
   });
 });
-
-import { smoothLimiter } from '../deliver/rate-limit.ts';
-
-describe('smooth rate limiter', () => {
-  it.each([1, 5, 20, 50, 100, 190, 200, 500, 1000])('never lets a sliding second exceed %i/s and keeps ≥ 90 %% of it (from 20/s up)', (rate) => {
-    const { max, duration } = smoothLimiter(rate);
-    const windowsInAnySecond = Math.floor(1000 / duration) + 1;
-    expect(windowsInAnySecond * max).toBeLessThanOrEqual(rate);
-    if (rate >= 20) expect((max * 1000) / duration).toBeGreaterThanOrEqual(rate * 0.9);
-  });
-});

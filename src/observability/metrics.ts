@@ -34,7 +34,8 @@ export class NoticeMetrics {
     labelNames: ['source', 'notice_kind', 'outcome', 'error_code'], registers: [this.registry],
   });
   readonly retries = new Counter({ name: 'notice_delivery_retries_total', help: 'Attempts that will be retried', labelNames: ['source'], registers: [this.registry] });
-  readonly rateLimitBackoffs = new Counter({ name: 'notice_rate_limit_backoffs_total', help: 'Times the queue was backed off on a Tencent over-frequency answer', registers: [this.registry] });
+  readonly rateLimitBackoffs = new Counter({ name: 'notice_rate_limit_backoffs_total', help: 'Times every sender was backed off on a Tencent over-frequency answer', registers: [this.registry] });
+  readonly sendsRefused = new Counter({ name: 'notice_send_admissions_refused_total', help: 'Sends refused by the app-wide rate (sliding second full, or a back-off on) that queued up again; a steady rise means deliver processes reach their slots late (starved CPU)', registers: [this.registry] });
   readonly sendLatency = new Histogram({
     name: 'notice_send_latency_seconds', help: 'Tencent IM sendmsg round trip', labelNames: ['outcome'],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [this.registry],

@@ -1,0 +1,91 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { PACE_SHARE, SendPacer } from '../deliver/send-pacer.ts';
+import { REDIS_URL } from './helpers/env.ts';
+
+/** The shared send clock, against the real Redis: slots are what makes "no sliding second above the limit" hold. */
+describe('send pacer', () => {
+  const connections: Redis[] = [];
+  const connect = () => {
+    const redis = new Redis(REDIS_URL);
+    connections.push(redis);
+    return redis;
+  };
+  const prefix = () => `{pacer${randomBytes(4).toString('hex')}}`;
+  afterAll(() => connections.forEach((c) => c.disconnect()));
+
+  it('hands out slots one interval apart across processes, so no sliding second holds more than the rate', async () => {
+    const shared = prefix();
+    // Three "processes" (own connections) reserving concurrently, as three deliver processes at concurrency 64 do.
+    const pacers = [0, 1, 2].map(() => new SendPacer(connect(), shared, 200));
+    const slots = (await Promise.all(Array.from({ length: 600 }, (_, i) => pacers[i % 3]!.reserve()))).map((r) => r.slotUs).sort((a, b) => a - b);
+    const interval = pacers[0]!.intervalUs;
+    expect(interval).toBe(Math.ceil(1_000_000 / (200 * PACE_SHARE)));
+    for (let i = 1; i < slots.length; i++) expect(slots[i]! - slots[i - 1]!).toBeGreaterThanOrEqual(interval);
+    let busiest = 0;
+    for (let i = 0, j = 0; i < slots.length; i++) {
+      while (slots[i]! - slots[j]! >= 1_000_000) j++;
+      busiest = Math.max(busiest, i - j + 1);
+    }
+    // 600 sends at 95 % of 200/s span three seconds; the fullest second of slots holds at most 190, which leaves
+    // the rest of the limit for the spread between a grant and the request's arrival.
+    expect(busiest).toBe(Math.floor(1_000_000 / interval) + 1);
+    expect(busiest).toBeLessThanOrEqual(Math.floor(200 * PACE_SHARE));
+  });
+
+  it('a back-off makes every process wait, including sends that reserved a slot before it began', async () => {
+    // (they are refused admission during the pause and take a new slot behind it)
+    const shared = prefix();
+    // a and b share a connection so b's reservation reaches Redis before a's back-off; other is another process.
+    const connection = connect();
+    const a = new SendPacer(connection, shared, 50);
+    const b = new SendPacer(connection, shared, 50);
+    const other = new SendPacer(connect(), shared, 50);
+    const first = await a.reserve();
+    expect(first.waitMs).toBeLessThan(1);
+    // A send waiting for a slot 20 ms away sees the back-off taken meanwhile and queues up behind it.
+    await a.reserve();
+    const started = Date.now();
+    const waiting = b.acquire().then(() => Date.now() - started);
+    await a.backOff(400);
+    const waited = await waiting;
+    expect(waited).toBeGreaterThanOrEqual(390);
+    const after = await other.reserve();
+    expect(after.slotUs).toBeGreaterThanOrEqual(first.slotUs + 400_000);
+  });
+
+  it('admits at most cap sends per sliding second, whichever process asks and however late', async () => {
+    const shared = prefix();
+    const pacers = [0, 1, 2].map(() => new SendPacer(connect(), shared, 10));
+    expect(pacers[0]!.cap).toBe(9);
+    // Late processes asking all at once: the sliding second takes exactly cap of them.
+    const admitted = await Promise.all(Array.from({ length: 30 }, (_, i) => pacers[i % 3]!.admit()));
+    expect(admitted.filter(Boolean)).toHaveLength(9);
+  });
+
+  it('a send that reaches its slot late (a blocked event loop) still goes if the last second has room', async () => {
+    const shared = prefix();
+    let refused = 0;
+    const pacer = new SendPacer(connect(), shared, 10, () => refused++);
+    await pacer.reserve(); // the next slot is ~100 ms away
+    const acquired = pacer.acquire();
+    await new Promise((r) => setTimeout(r, 20));
+    const blockedUntil = Date.now() + 200;
+    while (Date.now() < blockedUntil); // the process is busy past the slot
+    await acquired;
+    expect(refused).toBe(0);
+  });
+
+  it('with no rate limit nothing waits and nothing is written, but a back-off still holds every process', async () => {
+    const shared = prefix();
+    const redis = connect();
+    const pacer = new SendPacer(redis, shared, 0);
+    for (let i = 0; i < 50; i++) expect((await pacer.reserve()).waitMs).toBeLessThan(1);
+    expect(await redis.keys(`${shared}*`)).toEqual([]);
+    await new SendPacer(connect(), shared, 0).backOff(300);
+    const { waitMs } = await pacer.reserve();
+    expect(waitMs).toBeGreaterThan(250);
+    expect(waitMs).toBeLessThanOrEqual(300);
+  });
+});
