@@ -110,8 +110,12 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
     }
 
     // The slot comes after the claim, so nothing with a variable delay (a statement) stands between slot and send.
+    const beforeSlotMs = now();
     await deps.pacer.acquire();
-    if (row.lockUntilMs !== null && now() + deps.sendTimeoutMs > row.lockUntilMs) {
+    // The send needs the HTTP timeout's worth of lock, or half of what the claim left when lock_ttl is shorter than
+    // that (a short lock was already the operator's choice before any wait).
+    const lockNeededMs = row.lockUntilMs === null ? 0 : Math.min(deps.sendTimeoutMs, (row.lockUntilMs - beforeSlotMs) / 2);
+    if (row.lockUntilMs !== null && now() + lockNeededMs > row.lockUntilMs) {
       // The wait for a slot ate the lock (many senders, a short lock_ttl): another worker may claim the row now, so
       // do not send. Like an over-frequency answer, this gives the claim back and spends no attempt.
       const at = now();
