@@ -110,18 +110,20 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
     }
 
     // The slot comes after the claim, so nothing with a variable delay (a statement) stands between slot and send.
-    const beforeSlotMs = now();
-    await deps.pacer.acquire();
     // The send needs the HTTP timeout's worth of lock, or half of what the claim left when lock_ttl is shorter than
-    // that (a short lock was already the operator's choice before any wait).
-    const lockNeededMs = row.lockUntilMs === null ? 0 : Math.min(deps.sendTimeoutMs, (row.lockUntilMs - beforeSlotMs) / 2);
-    if (row.lockUntilMs !== null && now() + lockNeededMs > row.lockUntilMs) {
-      // The wait for a slot ate the lock (many senders, a short lock_ttl): another worker may claim the row now, so
-      // do not send. Like an over-frequency answer, this gives the claim back and spends no attempt.
+    // that (a short lock was already the operator's choice before any wait); the slot must come before that.
+    const slotAskedMs = now();
+    const lockNeededMs = row.lockUntilMs === null ? 0 : Math.min(deps.sendTimeoutMs, (row.lockUntilMs - slotAskedMs) / 2);
+    const slot = await deps.pacer.acquire(row.lockUntilMs === null ? Infinity : row.lockUntilMs - lockNeededMs - slotAskedMs);
+    if (!slot.sent || (row.lockUntilMs !== null && now() + lockNeededMs > row.lockUntilMs)) {
+      // More senders than slots within the lock (a low rate, a short lock_ttl), or the process stalled: another
+      // worker may claim the row once the lock ends, so do not send. Like an over-frequency answer, this gives the
+      // claim back and spends no attempt; it comes back about when the queue of slots has room.
       const at = now();
-      await deps.ledger.releaseRateLimited(key, deps.workerId, 'SEND_SLOT_WAIT', 'waited too long for a send slot to send within the ledger lock', at + 50, at);
-      log().warn({ lock_until_ms: row.lockUntilMs }, 'waited too long for a send slot to send within the ledger lock; claiming again');
-      await job.moveToDelayed(at + 50, token);
+      const retryAt = at + (slot.sent ? 50 : slot.retryInMs);
+      await deps.ledger.releaseRateLimited(key, deps.workerId, 'SEND_SLOT_WAIT', 'no send slot within the ledger lock', retryAt, at);
+      log().debug({ lock_until_ms: row.lockUntilMs, retry_at_ms: retryAt }, 'no send slot within the ledger lock; claiming again later');
+      await job.moveToDelayed(retryAt, token);
       throw new DelayedError();
     }
     const outcome = await deps.sender.sendC2C({ toAccount: row.userId, ext: row.noticeKind, data: row.payload, dedupSeed: formatKey(key) });

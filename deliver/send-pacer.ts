@@ -12,19 +12,24 @@ export const PACE_SHARE = 0.95;
 /**
  * The next send slot for the whole app, in Redis time (so process clocks do not matter): the later of now and the
  * stored "next free" time, which moves one interval past it. Microseconds, as integers (exact in Lua's doubles).
- * With interval 0 (no rate limit) it writes nothing and only reports an active back-off.
- * KEYS[1] next-free; ARGV[1] interval µs. Returns { slot µs, Redis now µs }.
+ * With interval 0 (no rate limit) it writes nothing and only reports an active back-off. A slot further than
+ * ARGV[2] µs away is not taken (so a sender that cannot wait that long wastes no slot).
+ * KEYS[1] next-free; ARGV[1] interval µs, ARGV[2] longest wait µs. Returns { slot µs, Redis now µs, taken 1/0 }.
  */
 const RESERVE_SCRIPT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local interval = tonumber(ARGV[1])
+local maxWait = tonumber(ARGV[2])
 local nextFree = tonumber(redis.call('GET', KEYS[1]) or '0')
 local slot = math.max(now, nextFree)
+if slot - now > maxWait then
+  return { string.format('%.0f', slot), string.format('%.0f', now), 0 }
+end
 if interval > 0 then
   redis.call('SET', KEYS[1], string.format('%.0f', slot + interval), 'PX', math.ceil((slot + interval - now) / 1000) + 1000)
 end
-return { string.format('%.0f', slot), string.format('%.0f', now) }`;
+return { string.format('%.0f', slot), string.format('%.0f', now), 1 }`;
 
 /**
  * Admission at send time, against a log of the last second's sends: refused while a back-off is on or while the
@@ -97,12 +102,16 @@ export class SendPacer {
     this.cap = Math.floor(ratePerSecond * PACE_SHARE);
   }
 
-  /** Takes the next slot without waiting for it: its start (Redis time, µs), the wait (ms) and the local time. */
-  async reserve(): Promise<{ slotUs: number; waitMs: number; slotLocalMs: number }> {
-    const [slot, now] = (await this.redis.eval(RESERVE_SCRIPT, 1, this.nextFreeKey, String(this.intervalUs))) as [string, string];
+  /**
+   * Takes the next slot without waiting for it, unless it is more than `maxWaitMs` away: its start (Redis time,
+   * µs), the wait (ms), the local time of the slot and whether it was taken.
+   */
+  async reserve(maxWaitMs = Infinity): Promise<{ slotUs: number; waitMs: number; slotLocalMs: number; taken: boolean }> {
+    const maxWaitUs = Number.isFinite(maxWaitMs) ? String(Math.max(0, Math.floor(maxWaitMs * 1000))) : '1e18';
+    const [slot, now, taken] = (await this.redis.eval(RESERVE_SCRIPT, 1, this.nextFreeKey, String(this.intervalUs), maxWaitUs)) as [string, string, number];
     const slotUs = Number(slot);
     this.clockOffsetMs = Math.min(performance.now() - Number(now) / 1000, this.clockOffsetMs + 0.01);
-    return { slotUs, waitMs: (slotUs - Number(now)) / 1000, slotLocalMs: slotUs / 1000 + this.clockOffsetMs };
+    return { slotUs, waitMs: (slotUs - Number(now)) / 1000, slotLocalMs: slotUs / 1000 + this.clockOffsetMs, taken: taken === 1 };
   }
 
   /** Records a send now if the last second has room and no back-off is on. */
@@ -111,14 +120,21 @@ export class SendPacer {
     return (await this.redis.eval(ADMIT_SCRIPT, 2, this.logKey, this.pauseKey, String(this.cap), member)) === 1;
   }
 
-  /** Resolves when this send may go: its slot has come and it was admitted. */
-  async acquire(): Promise<void> {
+  /**
+   * Resolves when this send may go (its slot has come and it was admitted) with `{ sent: true }`; or, when no slot
+   * comes within `maxWaitMs`, at once with `{ sent: false, retryInMs }`, roughly when the queue of slots will be short
+   * enough, having taken no slot.
+   */
+  async acquire(maxWaitMs = Infinity): Promise<{ sent: true } | { sent: false; retryInMs: number }> {
+    const deadline = performance.now() + maxWaitMs;
     for (;;) {
-      const { slotLocalMs } = await this.reserve();
-      const waitMs = slotLocalMs - performance.now();
-      if (waitMs >= 1) await sleep(Math.ceil(waitMs));
-      if (this.intervalUs === 0) return; // no limit: the reservation only waited out a back-off
-      if (await this.admit()) return;
+      const budget = deadline - performance.now();
+      const { slotLocalMs, waitMs, taken } = await this.reserve(budget);
+      if (!taken) return { sent: false, retryInMs: Math.max(50, Math.ceil(waitMs - Math.max(0, budget))) };
+      const sleepMs = slotLocalMs - performance.now();
+      if (sleepMs >= 1) await sleep(Math.ceil(sleepMs));
+      if (this.intervalUs === 0) return { sent: true }; // no limit: the reservation only waited out a back-off
+      if (await this.admit()) return { sent: true };
       this.onRefused();
     }
   }

@@ -88,4 +88,18 @@ describe('send pacer', () => {
     expect(waitMs).toBeGreaterThan(250);
     expect(waitMs).toBeLessThanOrEqual(300);
   });
+  it('a sender that cannot wait for the next free slot takes none, and hears when to come back', async () => {
+    const shared = prefix();
+    const pacer = new SendPacer(connect(), shared, 10); // one slot every ~106 ms
+    for (let i = 0; i < 5; i++) await pacer.reserve(); // slots ~530 ms deep
+    const before = await pacer.reserve(0); // a look at the next free slot, not taken
+    expect(before.taken).toBe(false);
+    const outcome = await pacer.acquire(100);
+    expect(outcome.sent).toBe(false);
+    if (!outcome.sent) expect(outcome.retryInMs).toBeGreaterThan(300);
+    // Neither look moved the queue: the next taken slot is the one that was free before.
+    const next = await pacer.reserve();
+    expect(next.taken).toBe(true);
+    expect(next.slotUs).toBe(before.slotUs);
+  });
 });
