@@ -20,7 +20,7 @@ export class RemoteFakeIm {
   }
 
   async start(configFile: string): Promise<void> {
-    this.proc = spawnNotice(['fake-im', '--config', configFile, '--port', String(this.port)]);
+    this.proc = spawnNotice(['fake-im', '--config', configFile, '--port', String(this.port)], {}, process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []);
     await waitForOutput(this.proc, /fake-im listening/, 30_000);
   }
 

@@ -224,8 +224,11 @@ async function rateLimitRun(events: number) {
     await im.start(world.env.configFile);
     await im.setFaults({ delay_ms: IM_LATENCY_MS, rate_limit_per_second: 200 });
     await preload(world.env.owner, world.env.config.wallet_database, events);
-    await world.spawn('ingest');
+    // The deliver processes are up before the backlog reaches them, as long-running ones are: started after ingest,
+    // the first one drained while the other two (and ingest) were still loading, and their start-up CPU on this
+    // 2-core box bunched its sends.
     for (let i = 0; i < 3; i++) await world.spawn('deliver');
+    await world.spawn('ingest');
     const deadline = Date.now() + 600_000;
     while ((await im.stats()).delivered < events) {
       if (Date.now() > deadline) throw new Error(`rate limit: only ${(await im.stats()).delivered}/${events} delivered`);
@@ -273,7 +276,8 @@ if (want('growth')) {
 
 if (want('footprint')) {
   log('footprint: Redis memory per waiting job');
-  const world = await createWorld({ ...PIPELINE });
+  // No backpressure here: every event must be waiting in Redis for the per-job figure.
+  const world = await createWorld({ ...PIPELINE, wallet_notice_worker: { ...PIPELINE.wallet_notice_worker, max_queued_jobs: 0 } });
   try {
     const events = SMOKE ? 1000 : 10_000;
     await preload(world.env.owner, world.env.config.wallet_database, events);

@@ -38,7 +38,9 @@ export async function createWorld(config: Record<string, unknown>): Promise<Worl
       // BENCH_PROFILE=1 writes a V8 CPU profile per process into .tmp/prof (open it in Chrome DevTools).
       // The processes run with the V8 setting the Docker image uses (NOTICE_NODE_OPTIONS overrides it).
       const nodeOptions = process.env.NOTICE_NODE_OPTIONS ?? '--max-semi-space-size=4';
-      const proc = spawnNotice([role, '--config', env.configFile], { NODE_OPTIONS: nodeOptions }, process.env.BENCH_PROFILE === '1' ? ['--cpu-prof', '--cpu-prof-dir=.tmp/prof'] : []);
+      // BENCH_NODE_ARGS adds node flags that NODE_OPTIONS refuses (--trace-gc, say) to every notice-service process.
+      const nodeArgs = [...(process.env.BENCH_PROFILE === '1' ? ['--cpu-prof', '--cpu-prof-dir=.tmp/prof'] : []), ...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
+      const proc = spawnNotice([role, '--config', env.configFile], { NODE_OPTIONS: nodeOptions }, nodeArgs);
       await waitForOutput(proc, /notice-service started/, 30_000);
       procs.push({ role, proc, cpuAtStart: cpuSeconds(proc.child.pid!) });
       return proc;

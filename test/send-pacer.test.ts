@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { PACE_SHARE, SendPacer } from '../deliver/send-pacer.ts';
+import { PACE_SHARE, SendPacer, WARM_UP_MS } from '../deliver/send-pacer.ts';
 import { REDIS_URL } from './helpers/env.ts';
 
 /** The shared send clock, against the real Redis: slots are what makes "no sliding second above the limit" hold. */
@@ -32,6 +32,23 @@ describe('send pacer', () => {
     // the rest of the limit for the spread between a grant and the request's arrival.
     expect(busiest).toBe(Math.floor(1_000_000 / interval) + 1);
     expect(busiest).toBeLessThanOrEqual(Math.floor(200 * PACE_SHARE));
+  });
+
+  it('after a second with no sends, warms up: the first second of slots at half the pace, then the full pace', async () => {
+    const shared = prefix();
+    const pacer = new SendPacer(connect(), shared, 200);
+    const interval = pacer.intervalUs;
+    const slots: number[] = [];
+    for (let i = 0; i < 300; i++) slots.push((await pacer.reserve()).slotUs);
+    const start = slots[0]!;
+    const spacings = slots.slice(1).map((at, i) => [slots[i]! - start, at - slots[i]!] as const);
+    expect(spacings.filter(([from]) => from < WARM_UP_MS * 1000).every(([, gap]) => gap === 2 * interval)).toBe(true);
+    expect(spacings.filter(([from]) => from >= WARM_UP_MS * 1000).every(([, gap]) => gap === interval)).toBe(true);
+    expect(spacings.filter(([from]) => from >= WARM_UP_MS * 1000).length).toBeGreaterThan(100);
+    // Sends that keep coming do not warm up again: the burst goes on at the full pace.
+    const later = await pacer.reserve();
+    const after = await pacer.reserve();
+    expect(after.slotUs - later.slotUs).toBe(interval);
   });
 
   it('a back-off makes every process wait, including sends that reserved a slot before it began', async () => {
@@ -68,10 +85,10 @@ describe('send pacer', () => {
     const shared = prefix();
     let refused = 0;
     const pacer = new SendPacer(connect(), shared, 10, () => refused++);
-    await pacer.reserve(); // the next slot is ~100 ms away
+    await pacer.reserve(); // the next slot is ~210 ms away (a warm-up spaces slots twice as far)
     const acquired = pacer.acquire();
     await new Promise((r) => setTimeout(r, 20));
-    const blockedUntil = Date.now() + 200;
+    const blockedUntil = Date.now() + 300;
     while (Date.now() < blockedUntil); // the process is busy past the slot
     await acquired;
     expect(refused).toBe(0);

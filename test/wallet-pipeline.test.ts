@@ -175,3 +175,50 @@ describe('waiting for a send slot', () => {
     for (let i = 5; i < at.length; i++) expect(at[i]! - at[i - 5]!).toBeGreaterThanOrEqual(1000);
   });
 });
+
+describe('backpressure (max_queued_jobs)', () => {
+  const ledgerCount = async () => Number((await env.notice.query<any[]>('SELECT COUNT(*) AS n FROM notice_delivery_events'))[0][0].n);
+
+  it('leaves new rows in the outbox while the deliver queue is full, then delivers every one once', async () => {
+    env = await createTestEnv({ wallet_notice_worker: { max_queued_jobs: 30, batch_size: 20 } });
+    await insertWalletRows(env.owner, env.config.wallet_database, Array.from({ length: 150 }, (_, i) => balanceChanged(i + 1)));
+    procs.push(await startPipeline(env.config, ['ingest'])); // no deliver yet: nothing drains the queue
+    const poller = procs[0]!.ingest!.pollers[0]!;
+    await waitFor(async () => poller.stats.backpressuredPolls, (n) => n >= 3, 10_000, 'ingest holding back');
+    const held = await ledgerCount();
+    // It stopped at the first read that found the queue full: at least the limit, less than one batch more.
+    expect(held).toBeGreaterThanOrEqual(30);
+    expect(held).toBeLessThan(30 + 20);
+    expect(poller.cursor!.highWaterId).toBe(held);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await ledgerCount()).toBe(held);
+
+    procs.push(await startPipeline(env.config, ['deliver']));
+    await waitFor(() => ledgerStatusCounts(env.notice), (c) => c.delivered === 150, 30_000, '150 delivered');
+    const messages = env.fakeIm.messages();
+    expect(messages).toHaveLength(150);
+    expect(new Set(messages.map((m) => JSON.parse(m.data).event_id)).size).toBe(150);
+  });
+
+  it('still re-reads holes while holding back, so a late commit is not given up on', async () => {
+    env = await createTestEnv({ wallet_notice_worker: { max_queued_jobs: 10, batch_size: 20, gap_grace: '30s' } });
+    const slow = await env.owner.getConnection();
+    try {
+      await slow.beginTransaction();
+      await insertWalletRows(slow, env.config.wallet_database, [balanceChanged(1)]); // id 1, not yet committed
+      await insertWalletRows(env.owner, env.config.wallet_database, Array.from({ length: 39 }, (_, i) => balanceChanged(i + 2)));
+      procs.push(await startPipeline(env.config, ['ingest']));
+      const poller = procs[0]!.ingest!.pollers[0]!;
+      await waitFor(async () => poller.stats.backpressuredPolls, (n) => n >= 2, 10_000, 'ingest holding back');
+      expect(poller.cursor).toMatchObject({ highWaterId: 21 });
+      expect(poller.cursor!.gaps.map(([from, to]) => [from, to])).toEqual([[1, 1]]);
+      await slow.commit();
+      await waitFor(async () => poller.cursor?.gaps.length, (n) => n === 0, 10_000, 'the hole filled while held back');
+      const [rows] = await env.notice.query<any[]>("SELECT source_row_id FROM notice_delivery_events WHERE source_row_id = 1");
+      expect(rows).toHaveLength(1);
+      expect(poller.cursor!.highWaterId).toBe(21); // still no new rows read
+    } finally {
+      slow.release();
+    }
+  });
+});

@@ -18,6 +18,12 @@ const outboxWorker = z.strictObject({
    * rows committed from now on (for a first deployment on an outbox with history). A saved cursor always wins.
    */
   start_from: z.enum(['earliest', 'latest']).default('earliest'),
+  /**
+   * Backpressure: while the deliver queue holds this many jobs waiting or delayed, read no new rows (holes are
+   * still re-read). The outbox keeps the rest, so a long outage or a rate-limited backlog does not move the whole
+   * backlog into Redis. 0 = no limit. Like Debezium's max.queue.size.
+   */
+  max_queued_jobs: z.number().int().min(0).default(8192),
 });
 
 /** Tencent IM REST API (sendmsg) settings. */

@@ -28,6 +28,7 @@ export class NoticeMetrics {
     name: 'notice_ingest_lag_ms', help: 'created_at_ms of the newest outbox row minus that of the newest row read', labelNames: ['source'], registers: [this.registry],
   });
   readonly rowsBehind = new Gauge({ name: 'notice_ingest_rows_behind', help: 'Newest outbox id minus the cursor high-water id', labelNames: ['source'], registers: [this.registry] });
+  readonly backpressured = new Gauge({ name: 'notice_ingest_backpressured', help: '1 while this source reads no new rows because the deliver queue holds max_queued_jobs', labelNames: ['source'], registers: [this.registry] });
   readonly secondsSinceLastEvent = new Gauge({ name: 'notice_ingest_seconds_since_last_event', help: 'Seconds since ingest last recorded an event', labelNames: ['source'], registers: [this.registry] });
   readonly deliveries = new Counter({
     name: 'notice_deliveries_total', help: 'Delivery attempts by outcome (delivered, retryable, failed, rate_limited) and Tencent error code',

@@ -17,6 +17,8 @@ export interface PollerStats {
   skipped: number;
   malformed: number;
   gapsSkipped: number;
+  /** Polls that read no new rows because the deliver queue was full (max_queued_jobs). */
+  backpressuredPolls: number;
   errors: number;
   lastEventAtMs: number | null;
 }
@@ -38,6 +40,8 @@ export interface OutboxPollerDeps {
   owner: string;
   logger: Logger;
   metrics?: NoticeMetrics;
+  /** Jobs waiting or delayed in the deliver queue, for max_queued_jobs. */
+  queueDepth?: () => Promise<number>;
   now?: () => number;
 }
 
@@ -47,11 +51,14 @@ export interface OutboxPollerDeps {
  * the ledger key and the job id make idempotent; nothing is marked read that is not enqueued.
  */
 export class OutboxPoller {
-  readonly stats: PollerStats = { polls: 0, rowsRead: 0, ingested: 0, skipped: 0, malformed: 0, gapsSkipped: 0, errors: 0, lastEventAtMs: null };
+  readonly stats: PollerStats = { polls: 0, rowsRead: 0, ingested: 0, skipped: 0, malformed: 0, gapsSkipped: 0, backpressuredPolls: 0, errors: 0, lastEventAtMs: null };
   private state: CursorState | null = null;
   /** created_at_ms of the newest row read, for the lag gauge. */
   private newestReadCreatedAtMs: number | null = null;
   private leaseUntilMs = 0;
+  /** Look at the queue depth before the next read: only after a read that found rows, so an idle poll stays one query. */
+  private checkDepth = true;
+  private holdingBack = false;
   private running = false;
   private loop: Promise<void> | null = null;
   private readonly pause = new WakeableSleep();
@@ -133,7 +140,9 @@ export class OutboxPoller {
     if (!(await this.holdLease(startedMs))) return { leader: false, newRows: 0, filledGaps: 0, full: false };
     const state = this.state!;
 
-    const newRows = await reader.readAfter(state.highWaterId, config.batch_size);
+    const holdBack = await this.queueIsFull();
+    const newRows = holdBack ? [] : await reader.readAfter(state.highWaterId, config.batch_size);
+    this.checkDepth = holdBack || newRows.length > 0;
     const filled = state.gaps.length > 0 ? await reader.readGaps(state.gaps, config.batch_size) : [];
     const rows = [...filled, ...newRows];
     const last = newRows[newRows.length - 1];
@@ -176,6 +185,25 @@ export class OutboxPoller {
       }
     }
     return { leader: true, newRows: newRows.length, filledGaps: filled.length, full: newRows.length === config.batch_size };
+  }
+
+  /**
+   * Backpressure: true while the deliver queue holds max_queued_jobs. Holes are still re-read meanwhile, so a row
+   * that commits late is not given up on only because delivery was slow.
+   */
+  private async queueIsFull(): Promise<boolean> {
+    const { config, queueDepth, metrics, source } = this.deps;
+    if (config.max_queued_jobs === 0 || !queueDepth || !this.checkDepth) return false;
+    const depth = await queueDepth();
+    const full = depth >= config.max_queued_jobs;
+    if (full !== this.holdingBack) {
+      this.holdingBack = full;
+      metrics?.backpressured.set({ source: source.sourceName }, full ? 1 : 0);
+      if (full) this.log.info({ queued_jobs: depth, max_queued_jobs: config.max_queued_jobs }, 'deliver queue is full; reading no new outbox rows until it drains');
+      else this.log.info({ queued_jobs: depth }, 'deliver queue has room again; reading the outbox');
+    }
+    if (full) this.stats.backpressuredPolls++;
+    return full;
   }
 
   /** Renews the lease only when half of it is used, so a busy poll costs no extra statement. */
