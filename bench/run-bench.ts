@@ -103,8 +103,8 @@ if (want('capacity')) {
 }
 
 /** 2 + 3. Latency at a steady rate, for several poll intervals, and the seed-shaped baseline at its settings. */
-async function latency(pollInterval: string, rate: number, seconds: number) {
-  const world = await createWorld({ ...PIPELINE, wallet_notice_worker: { ...PIPELINE.wallet_notice_worker, poll_interval: pollInterval, batch_size: 100 } });
+async function latency(pollInterval: string, rate: number, seconds: number, rateLimit = 0) {
+  const world = await createWorld({ ...PIPELINE, wallet_notice_worker: { ...PIPELINE.wallet_notice_worker, poll_interval: pollInterval, batch_size: 100 }, tencent_im: { ...PIPELINE.tencent_im, rate_limit_per_second: rateLimit } });
   try {
     world.env.fakeIm.setFaults({ delay_ms: IM_LATENCY_MS });
     await world.spawn('ingest');
@@ -180,6 +180,24 @@ if (want('latency')) {
     mqRuns.push(await mqLatency(150, seconds));
   }
   report.latency_mq = medianRow(mqRuns);
+}
+
+/**
+ * 3b. The same stream with the production rate limit on (200/s): each poll's rows are paced out, and a stream that
+ * starts after idle meets the pacer's warm-up, so this is what a real deployment at 150/s sees.
+ */
+if (want('latency_limited')) {
+  const seconds = SMOKE ? 2 : 20;
+  const rows = [];
+  for (const poll of SMOKE ? ['500ms'] : ['500ms', '100ms']) {
+    const runs: Array<Awaited<ReturnType<typeof latency>>> = [];
+    for (let i = 0; i < RUNS; i++) {
+      log(`latency at 150/s with the 200/s limit on, poll_interval ${poll}, run ${i + 1}/${RUNS}`);
+      runs.push(await latency(poll, 150, seconds, 200));
+    }
+    rows.push({ ...runs[0]!, ...Object.fromEntries(['p50_ms', 'p95_ms', 'p99_ms', 'max_ms', 'idle_statements_per_poll'].map((k) => [k, medianOf(runs, (r) => (r as unknown as Record<string, number>)[k]!)])), p99_runs: runs.map((r) => r.p99_ms) });
+  }
+  report.latency_poller_limited = rows;
 }
 
 if (want('baseline')) {
@@ -299,7 +317,8 @@ if (want('footprint')) {
 
 // BENCH_ONLY re-runs some phases: keep the other phases of the last full report, marked with its date.
 const reportFile = join('bench', SMOKE ? 'report.smoke.json' : 'report.json');
-const merged = ONLY && existsSync(reportFile) ? { ...JSON.parse(readFileSync(reportFile, 'utf8')), ...report, partial_rerun: ONLY } : report;
+const previous = ONLY && existsSync(reportFile) ? JSON.parse(readFileSync(reportFile, 'utf8')) : null;
+const merged = previous ? { ...previous, ...report, partial_rerun: [...new Set([...(previous.partial_rerun ?? []), ...ONLY!])], full_run_at: previous.full_run_at ?? previous.generated_at } : report;
 writeFileSync(reportFile, JSON.stringify(merged, null, 2));
 const md = renderMarkdown(merged);
 writeFileSync(join('bench', SMOKE ? 'report.smoke.md' : 'report.md'), md);
