@@ -5,17 +5,16 @@
  * MAX_QUEUED_JOBS (8192), INGEST_FIRST=1 (ingest the whole backlog before any deliver process starts).
  * BENCH_NODE_ARGS=--trace-gc adds GC lines to each process's output, which this prints when asked (SHOW_GC=1).
  */
-import { createWorld } from './world.ts';
+import { createWorld, PIPELINE } from './world.ts';
 import { preload } from './writer.ts';
 import { RemoteFakeIm } from './remote-fake-im.ts';
 
 const events = Number(process.env.EVENTS ?? 20_000);
 const im = await RemoteFakeIm.reservePort();
 const world = await createWorld({
-  wallet_notice_worker: { poll_interval: '100ms', batch_size: 500, lock_ttl: '30s', max_retry_count: 10, gap_grace: '60s', max_queued_jobs: Number(process.env.MAX_QUEUED_JOBS ?? 8192) },
-  deliver: { concurrency: 64, retry_base_delay: '1s', retry_max_delay: '30s', job_lock_duration: '30s' },
-  reconciler: { interval: '5s', pending_grace: '10s' },
-  tencent_im: { request_timeout: '3s', rate_limit_per_second: 200, base_url: im.url },
+  ...PIPELINE,
+  wallet_notice_worker: { ...PIPELINE.wallet_notice_worker, max_queued_jobs: Number(process.env.MAX_QUEUED_JOBS ?? 8192) },
+  tencent_im: { ...PIPELINE.tencent_im, rate_limit_per_second: 200, base_url: im.url },
 });
 const ledgerRows = async () => Number((await world.env.notice.query<any[]>('SELECT COUNT(*) AS n FROM notice_delivery_events'))[0][0].n);
 try {

@@ -1,5 +1,6 @@
 import { spawnNotice, waitForOutput, type Spawned } from '../test/helpers/spawn.ts';
 import { freePort } from '../test/helpers/ports.ts';
+import { benchNodeArgs } from './world.ts';
 import type { Faults, ReceivedMessage } from '../src/fake-im/server.ts';
 
 /**
@@ -20,7 +21,7 @@ export class RemoteFakeIm {
   }
 
   async start(configFile: string): Promise<void> {
-    this.proc = spawnNotice(['fake-im', '--config', configFile, '--port', String(this.port)], {}, process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []);
+    this.proc = spawnNotice(['fake-im', '--config', configFile, '--port', String(this.port)], {}, benchNodeArgs());
     await waitForOutput(this.proc, /fake-im listening/, 30_000);
   }
 

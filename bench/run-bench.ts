@@ -7,7 +7,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { renderMarkdown } from './render.ts';
 import { join } from 'node:path';
-import { createWorld, processUsage, type Counters, type World } from './world.ts';
+import { createWorld, PIPELINE, processUsage, type Counters, type World } from './world.ts';
 import { preload, steadyStream } from './writer.ts';
 import { runBaseline } from './baseline.ts';
 import { median, percentile } from './proc-stats.ts';
@@ -23,12 +23,6 @@ const ONLY = process.env.BENCH_ONLY?.split(',').filter(Boolean);
 const IM_LATENCY_MS = Number(process.env.BENCH_IM_LATENCY_MS ?? 20);
 const want = (phase: string) => !ONLY || ONLY.includes(phase);
 
-const PIPELINE = {
-  wallet_notice_worker: { poll_interval: '100ms', batch_size: 500, lock_ttl: '30s', max_retry_count: 10, gap_grace: '60s' },
-  deliver: { concurrency: 64, retry_base_delay: '1s', retry_max_delay: '30s', job_lock_duration: '30s' },
-  tencent_im: { request_timeout: '3s', rate_limit_per_second: 0 },
-  reconciler: { interval: '5s', pending_grace: '10s' },
-};
 
 const report: Record<string, unknown> = { generated_at: new Date().toISOString(), smoke: SMOKE, runs: RUNS, im_latency_ms: IM_LATENCY_MS };
 const log = (text: string) => process.stderr.write(`[bench] ${text}\n`);
@@ -80,6 +74,15 @@ async function capacity(ingest: number, deliver: number, events: number) {
 
 function medianOf<T extends Record<string, any>>(runs: T[], pick: (r: T) => number): number {
   return median(runs.map(pick));
+}
+
+/** A latency row over runs: each percentile is the median over the runs; p99_runs keeps every run's p99 so the spread is visible. */
+function medianRow<T extends Record<string, any>>(runs: T[]) {
+  return {
+    ...runs[0]!,
+    ...Object.fromEntries(['p50_ms', 'p95_ms', 'p99_ms', 'max_ms', 'idle_statements_per_poll'].filter((k) => k in runs[0]!).map((k) => [k, medianOf(runs, (r) => r[k])])),
+    p99_runs: runs.map((r) => r.p99_ms),
+  };
 }
 
 if (want('capacity')) {
@@ -159,12 +162,6 @@ async function mqLatency(rate: number, seconds: number) {
 if (want('latency')) {
   const seconds = SMOKE ? 2 : 20;
   const rows = [];
-  // Each percentile is the median over the runs; p99_runs keeps every run's p99 so the spread is visible.
-  const medianRow = <T extends Record<string, any>>(runs: T[]) => ({
-    ...runs[0]!,
-    ...Object.fromEntries(['p50_ms', 'p95_ms', 'p99_ms', 'max_ms', 'idle_statements_per_poll'].filter((k) => k in runs[0]!).map((k) => [k, medianOf(runs, (r) => r[k])])),
-    p99_runs: runs.map((r) => r.p99_ms),
-  });
   for (const poll of SMOKE ? ['500ms'] : ['500ms', '200ms', '100ms', '50ms']) {
     const runs = [];
     for (let i = 0; i < RUNS; i++) {
@@ -195,7 +192,7 @@ if (want('latency_limited')) {
       log(`latency at 150/s with the 200/s limit on, poll_interval ${poll}, run ${i + 1}/${RUNS}`);
       runs.push(await latency(poll, 150, seconds, 200));
     }
-    rows.push({ ...runs[0]!, ...Object.fromEntries(['p50_ms', 'p95_ms', 'p99_ms', 'max_ms', 'idle_statements_per_poll'].map((k) => [k, medianOf(runs, (r) => (r as unknown as Record<string, number>)[k]!)])), p99_runs: runs.map((r) => r.p99_ms) });
+    rows.push(medianRow(runs));
   }
   report.latency_poller_limited = rows;
 }

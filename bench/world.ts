@@ -4,6 +4,19 @@ import { spawnNotice, waitForOutput, type Spawned } from '../test/helpers/spawn.
 import { cpuSeconds, peakRssMb, pidOf } from './proc-stats.ts';
 import type { RowDataPacket } from 'mysql2/promise';
 
+/** The notice-service settings every bench phase starts from (phases override a key or two). */
+export const PIPELINE = {
+  wallet_notice_worker: { poll_interval: '100ms', batch_size: 500, lock_ttl: '30s', max_retry_count: 10, gap_grace: '60s' },
+  deliver: { concurrency: 64, retry_base_delay: '1s', retry_max_delay: '30s', job_lock_duration: '30s' },
+  tencent_im: { request_timeout: '3s', rate_limit_per_second: 0 },
+  reconciler: { interval: '5s', pending_grace: '10s' },
+};
+
+/** BENCH_NODE_ARGS: node flags that NODE_OPTIONS refuses (--trace-gc, say), for every process the bench spawns. */
+export function benchNodeArgs(): string[] {
+  return process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+}
+
 /** One bench setting: private databases, a private redis-server (its CPU and commands are ours alone), fake-im. */
 export interface World {
   env: TestEnv;
@@ -38,8 +51,7 @@ export async function createWorld(config: Record<string, unknown>): Promise<Worl
       // BENCH_PROFILE=1 writes a V8 CPU profile per process into .tmp/prof (open it in Chrome DevTools).
       // The processes run with the V8 setting the Docker image uses (NOTICE_NODE_OPTIONS overrides it).
       const nodeOptions = process.env.NOTICE_NODE_OPTIONS ?? '--max-semi-space-size=4';
-      // BENCH_NODE_ARGS adds node flags that NODE_OPTIONS refuses (--trace-gc, say) to every notice-service process.
-      const nodeArgs = [...(process.env.BENCH_PROFILE === '1' ? ['--cpu-prof', '--cpu-prof-dir=.tmp/prof'] : []), ...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
+      const nodeArgs = [...(process.env.BENCH_PROFILE === '1' ? ['--cpu-prof', '--cpu-prof-dir=.tmp/prof'] : []), ...benchNodeArgs()];
       const proc = spawnNotice([role, '--config', env.configFile], { NODE_OPTIONS: nodeOptions }, nodeArgs);
       await waitForOutput(proc, /notice-service started/, 30_000);
       procs.push({ role, proc, cpuAtStart: cpuSeconds(proc.child.pid!) });

@@ -49,6 +49,7 @@ export class DeliverRole implements Role {
   async start(): Promise<void> {
     const policyFor = sourcePolicy(this.config);
     // Tencent's quota is per app, not per process: the pacer's clock lives in Redis and every deliver process shares it.
+    const longestSendMs = this.config.tencent_im.request_timeout * 2; // a re-sign can make it two requests
     const pacer = new SendPacer(this.connection, this.config.redis.prefix, this.config.tencent_im.rate_limit_per_second, () => this.metrics?.sendsRefused.inc());
     const processor = createDeliverProcessor({
       ledger: new LedgerRepository(this.pool),
@@ -60,7 +61,7 @@ export class DeliverRole implements Role {
       retryMaxMs: this.config.deliver.retry_max_delay,
       maxUnfinishedAttempts: this.config.deliver.max_unfinished_attempts,
       pacer,
-      sendTimeoutMs: this.config.tencent_im.request_timeout * 2, // a re-sign can make it two requests
+      sendTimeoutMs: longestSendMs,
       logger: this.logger,
       metrics: this.metrics,
       onOutcome: (outcome) => this.outcomes[outcome]++,
@@ -70,7 +71,7 @@ export class DeliverRole implements Role {
       prefix: this.config.redis.prefix,
       concurrency: this.config.deliver.concurrency,
       settings: { backoffStrategy: ledgerBackoff(this.config.deliver.retry_base_delay, this.config.deliver.retry_max_delay) },
-      lockDuration: Math.max(this.config.deliver.job_lock_duration, this.config.tencent_im.request_timeout * 2),
+      lockDuration: Math.max(this.config.deliver.job_lock_duration, longestSendMs),
       stalledInterval: this.config.deliver.job_lock_duration,
       maxStalledCount: 3,
       autorun: false,

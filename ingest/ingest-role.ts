@@ -34,7 +34,7 @@ export class IngestRole implements Role {
       new FactRecorder(ledger, (items) => enqueueDeliveries(queue, items.map((i) => ({ ...i, maxRetryCount }))), logger, metrics);
 
     // Jobs not yet taken by a worker: waiting, prioritized and delayed (retries, back-offs).
-    const queueDepth = async () => Object.values(await queue.getJobCounts('wait', 'prioritized', 'delayed')).reduce((a, b) => a + b, 0);
+    const queueDepth = () => queue.getJobCountByTypes('wait', 'prioritized', 'delayed');
     this.pollers = outboxNoticeModules(config)
       .filter((m) => m.worker.enabled)
       .map((m) => new OutboxPoller({ source: m.source, config: m.worker, reader: new OutboxReader(pool, m.source), cursors, recorder: recorderFor(m.worker.max_retry_count), owner, logger, metrics, queueDepth }));
