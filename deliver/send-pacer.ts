@@ -10,20 +10,24 @@ import type { Redis } from 'ioredis';
 export const PACE_SHARE = 0.95;
 
 /**
- * After a second with no sends, the first WARM_UP_MS of slots are spaced twice as far apart. The first requests of
- * a burst open connections (TCP, and TLS to Tencent) and run cold code, so they reach the gateway later and less
- * evenly than the ones behind them, which then catch up and bunch: on the bench, every drain at full pace drew an
- * over-frequency answer about a second in, and each one costs a one-second back-off (~190 sends); the warm-up
- * costs about half a second's sends once per burst.
+ * After a second with no sends, the first WARM_UP_MS of slots are spaced WARM_UP_SPACING times as far apart. The
+ * first requests of a burst open connections (TCP, and TLS to Tencent) and run cold code, so they reach the gateway
+ * later and less evenly than the ones behind them, which then catch up and bunch: without it, the busiest sliding
+ * second of a drain came in its first ~1 s (bench/diagnose-rate-limit.ts with a CPU hog beside it: 197 and 198
+ * arrivals; on a slower day 6 and 2 over-frequency answers per drain). 2× for 1 s did as well on the drain but made
+ * a 150/s stream starting from idle queue for seconds (limit on, 100 ms poll: p99 461 ms against 168 ms with 1.5×
+ * for 500 ms, which costs a drain ~30 sends once).
  */
-export const WARM_UP_MS = 1000;
+export const WARM_UP_MS = 500;
+export const WARM_UP_SPACING = 1.5;
 
 /**
  * The next send slot for the whole app, in Redis time (so process clocks do not matter): the later of now and the
- * stored "next free" time, which moves one interval past it (two during a warm-up). Microseconds, as integers
- * (exact in Lua's doubles). With interval 0 (no rate limit) it writes nothing and only reports an active back-off.
- * A slot further than ARGV[2] µs away is not taken (so a sender that cannot wait that long wastes no slot).
- * KEYS[1] next-free, KEYS[2] burst start; ARGV[1] interval µs, ARGV[2] longest wait µs, ARGV[3] warm-up µs.
+ * stored "next free" time, which moves one interval past it (one warm-up interval during a warm-up). Microseconds,
+ * as integers (exact in Lua's doubles). With interval 0 (no rate limit) it writes nothing and only reports an active
+ * back-off. A slot further than ARGV[2] µs away is not taken (so a sender that cannot wait that long wastes no slot).
+ * KEYS[1] next-free, KEYS[2] burst start; ARGV[1] interval µs, ARGV[2] longest wait µs, ARGV[3] warm-up length µs,
+ * ARGV[4] warm-up interval µs.
  * Returns { slot µs, Redis now µs, taken 1/0 }.
  */
 const RESERVE_SCRIPT = `
@@ -43,7 +47,7 @@ if interval > 0 then
     redis.call('SET', KEYS[2], string.format('%.0f', now), 'PX', 60000)
   end
   local spacing = interval
-  if slot - burst < tonumber(ARGV[3]) then spacing = interval * 2 end
+  if slot - burst < tonumber(ARGV[3]) then spacing = tonumber(ARGV[4]) end
   redis.call('SET', KEYS[1], string.format('%.0f', slot + spacing), 'PX', math.ceil((slot + spacing - now) / 1000) + 1000)
 end
 return { string.format('%.0f', slot), string.format('%.0f', now), 1 }`;
@@ -95,6 +99,7 @@ export class SendPacer {
   private readonly logKey: string;
   private readonly burstKey: string;
   readonly intervalUs: number;
+  readonly warmUpIntervalUs: number;
   /** Sends admitted per sliding second. */
   readonly cap: number;
   /**
@@ -118,6 +123,7 @@ export class SendPacer {
     this.logKey = `${base}:sent`;
     this.burstKey = `${base}:burst-start`;
     this.intervalUs = ratePerSecond > 0 ? Math.ceil(1_000_000 / (ratePerSecond * PACE_SHARE)) : 0;
+    this.warmUpIntervalUs = Math.ceil(this.intervalUs * WARM_UP_SPACING);
     this.cap = Math.floor(ratePerSecond * PACE_SHARE);
   }
 
@@ -127,7 +133,7 @@ export class SendPacer {
    */
   async reserve(maxWaitMs = Infinity): Promise<{ slotUs: number; waitMs: number; slotLocalMs: number; taken: boolean }> {
     const maxWaitUs = Number.isFinite(maxWaitMs) ? String(Math.max(0, Math.floor(maxWaitMs * 1000))) : '1e18';
-    const [slot, now, taken] = (await this.redis.eval(RESERVE_SCRIPT, 2, this.nextFreeKey, this.burstKey, String(this.intervalUs), maxWaitUs, String(WARM_UP_MS * 1000))) as [string, string, number];
+    const [slot, now, taken] = (await this.redis.eval(RESERVE_SCRIPT, 2, this.nextFreeKey, this.burstKey, String(this.intervalUs), maxWaitUs, String(WARM_UP_MS * 1000), String(this.warmUpIntervalUs))) as [string, string, number];
     const slotUs = Number(slot);
     this.clockOffsetMs = Math.min(performance.now() - Number(now) / 1000, this.clockOffsetMs + 0.01);
     return { slotUs, waitMs: (slotUs - Number(now)) / 1000, slotLocalMs: slotUs / 1000 + this.clockOffsetMs, taken: taken === 1 };

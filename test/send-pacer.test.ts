@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { PACE_SHARE, SendPacer, WARM_UP_MS } from '../deliver/send-pacer.ts';
+import { PACE_SHARE, SendPacer, WARM_UP_MS, WARM_UP_SPACING } from '../deliver/send-pacer.ts';
 import { REDIS_URL } from './helpers/env.ts';
 
 /** The shared send clock, against the real Redis: slots are what makes "no sliding second above the limit" hold. */
@@ -34,15 +34,18 @@ describe('send pacer', () => {
     expect(busiest).toBeLessThanOrEqual(Math.floor(200 * PACE_SHARE));
   });
 
-  it('after a second with no sends, warms up: the first second of slots at half the pace, then the full pace', async () => {
+  it('after a second with no sends, warms up: the first WARM_UP_MS of slots spaced WARM_UP_SPACING× wider, then the full pace', async () => {
     const shared = prefix();
     const pacer = new SendPacer(connect(), shared, 200);
     const interval = pacer.intervalUs;
+    expect(pacer.warmUpIntervalUs).toBe(Math.ceil(interval * WARM_UP_SPACING));
+    expect(pacer.warmUpIntervalUs).toBeGreaterThan(interval);
     const slots: number[] = [];
     for (let i = 0; i < 300; i++) slots.push((await pacer.reserve()).slotUs);
     const start = slots[0]!;
     const spacings = slots.slice(1).map((at, i) => [slots[i]! - start, at - slots[i]!] as const);
-    expect(spacings.filter(([from]) => from < WARM_UP_MS * 1000).every(([, gap]) => gap === 2 * interval)).toBe(true);
+    expect(spacings.filter(([from]) => from < WARM_UP_MS * 1000).every(([, gap]) => gap === pacer.warmUpIntervalUs)).toBe(true);
+    expect(spacings.filter(([from]) => from < WARM_UP_MS * 1000).length).toBeGreaterThan(10);
     expect(spacings.filter(([from]) => from >= WARM_UP_MS * 1000).every(([, gap]) => gap === interval)).toBe(true);
     expect(spacings.filter(([from]) => from >= WARM_UP_MS * 1000).length).toBeGreaterThan(100);
     // Sends that keep coming do not warm up again: the burst goes on at the full pace.
