@@ -114,7 +114,9 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
     // that (a short lock was already the operator's choice before any wait); the slot must come before that.
     const slotAskedMs = now();
     const lockNeededMs = row.lockUntilMs === null ? 0 : Math.min(deps.sendTimeoutMs, (row.lockUntilMs - slotAskedMs) / 2);
-    const slot = await deps.pacer.acquire(row.lockUntilMs === null ? Infinity : row.lockUntilMs - lockNeededMs - slotAskedMs);
+    // The oldest event of this process's waiting sends takes the next due slot (see SendPacer.acquire).
+    const age = row.sourceCreatedAtMs ?? row.createdAtMs;
+    const slot = await deps.pacer.acquire(row.lockUntilMs === null ? Infinity : row.lockUntilMs - lockNeededMs - slotAskedMs, age);
     if (!slot.sent || (row.lockUntilMs !== null && now() + lockNeededMs > row.lockUntilMs)) {
       // More senders than slots within the lock (a low rate, a short lock_ttl), or the process stalled: another
       // worker may claim the row once the lock ends, so do not send. Like an over-frequency answer, this gives the

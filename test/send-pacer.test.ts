@@ -88,7 +88,7 @@ describe('send pacer', () => {
     const shared = prefix();
     let refused = 0;
     const pacer = new SendPacer(connect(), shared, 10, () => refused++);
-    await pacer.reserve(); // the next slot is ~210 ms away (a warm-up spaces slots twice as far)
+    await pacer.reserve(); // the next slot is ~160 ms away (a warm-up spaces slots 1.5× as far)
     const acquired = pacer.acquire();
     await new Promise((r) => setTimeout(r, 20));
     const blockedUntil = Date.now() + 300;
@@ -121,5 +121,22 @@ describe('send pacer', () => {
     const next = await pacer.reserve();
     expect(next.taken).toBe(true);
     expect(next.slotUs).toBe(before.slotUs);
+  });
+
+  it("gives each due slot to this process's oldest waiting send, whatever the order they reserved in", async () => {
+    const shared = prefix();
+    const redis = connect();
+    const pacer = new SendPacer(redis, shared, 50); // one slot every ~21 ms
+    for (let i = 0; i < 5; i++) await new SendPacer(connect(), shared, 50).reserve(); // another process holds the next ~100 ms
+    const order: number[] = [];
+    // Younger events reserve first (as a lane whose claim returned first would); the oldest should still go first.
+    const sends = [30, 20, 10].map((age) => pacer.acquire(Infinity, age).then(() => order.push(age)));
+    await Promise.all(sends);
+    expect(order).toEqual([10, 20, 30]);
+    // The slots kept their times: the admitted sends are exactly three, one interval or more apart in Redis time.
+    const log = await redis.zrange(`${shared}:tencent-im:send-pacer:sent`, 0, -1, 'WITHSCORES');
+    const times = log.filter((_, i) => i % 2 === 1).map(Number);
+    expect(times).toHaveLength(3);
+    for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(pacer.intervalUs - 2000);
   });
 });
