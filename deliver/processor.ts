@@ -128,6 +128,7 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
       await job.moveToDelayed(retryAt, token);
       throw new DelayedError();
     }
+    deps.metrics?.sendSlotWait.observe((now() - slotAskedMs) / 1000);
     const outcome = await deps.sender.sendC2C({ toAccount: row.userId, ext: row.noticeKind, data: row.payload, dedupSeed: formatKey(key) });
     const at = now();
     switch (outcome.kind) {

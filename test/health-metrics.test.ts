@@ -59,6 +59,8 @@ describe('health and metrics', () => {
     expect(metrics).toContain('notice_delivery_retries_total{source="wallet_outbox"} 1');
     expect(metrics).toMatch(/notice_send_latency_seconds_count\{outcome="delivered"\} 2/);
     expect(metrics).toMatch(/notice_end_to_end_latency_seconds_count\{source="wallet_outbox"\} 2/);
+    // Three first sends and the 70500 one's retry each waited for a rate slot.
+    expect(metrics).toMatch(/notice_send_slot_wait_seconds_count 4/);
     expect(metrics).toContain('notice_ingest_rows_behind{source="wallet_outbox"} 0');
     expect(metrics).toContain('notice_ingest_open_gap_ids{source="wallet_outbox"} 0');
     expect(metrics).toMatch(/notice_queue_jobs\{queue="deliver-tencent-im-c2c",state="failed"\} 1/);

@@ -41,6 +41,10 @@ export class NoticeMetrics {
     name: 'notice_send_latency_seconds', help: 'Tencent IM sendmsg round trip', labelNames: ['outcome'],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [this.registry],
   });
+  readonly sendSlotWait = new Histogram({
+    name: 'notice_send_slot_wait_seconds', help: "Time a claimed send waited for its slot of the app-wide Tencent rate; when it nears end-to-end latency, the rate limit is what delivery waits for",
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [this.registry],
+  });
   readonly endToEndLatency = new Histogram({
     name: 'notice_end_to_end_latency_seconds', help: 'Outbox created_at_ms to delivered', labelNames: ['source'],
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300], registers: [this.registry],
