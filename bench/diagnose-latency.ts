@@ -3,7 +3,7 @@
  * the ledger row) and how much the pipeline after it (ledger row → request), per poll burst the first and last
  * arrival, and a few bursts' arrival offsets in commit order (out-of-order sends show as jumps).
  * `npm run build && NOTICE_DIST=1 npx tsx bench/diagnose-latency.ts`; POLL (500ms), RATE (150), SECONDS (20),
- * LIMIT (0: the rate limit off; 200 as in production), CONCURRENCY (64).
+ * LIMIT (0: the rate limit off; 200 as in production), CONCURRENCY (64), DELIVERS (1: deliver processes).
  */
 import type { RowDataPacket } from 'mysql2/promise';
 import { createWorld, PIPELINE } from './world.ts';
@@ -27,7 +27,7 @@ const world = await createWorld({
 try {
   world.env.fakeIm.setFaults({ delay_ms: 20 });
   await world.spawn('ingest');
-  await world.spawn('deliver');
+  for (let i = 0; i < Number(process.env.DELIVERS ?? 1); i++) await world.spawn('deliver');
   await new Promise((r) => setTimeout(r, 3000));
   const committedAt = await steadyStream(world.env.owner, world.env.config.wallet_database, rate, seconds);
   while (world.env.fakeIm.delivered().length < committedAt.size) await new Promise((r) => setTimeout(r, 100));
