@@ -139,4 +139,33 @@ describe('send pacer', () => {
     expect(times).toHaveLength(3);
     for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(pacer.intervalUs - 2000);
   });
+
+  it('across processes too: a younger send waits while another process has an older one waiting for a slot', async () => {
+    const shared = prefix();
+    const filler = new SendPacer(connect(), shared, 50);
+    for (let i = 0; i < 5; i++) await filler.reserve(); // the queue of slots is ~150 ms deep
+    const a = new SendPacer(connect(), shared, 50);
+    const b = new SendPacer(connect(), shared, 50);
+    const order: string[] = [];
+    const young = a.acquire(Infinity, 30).then(() => order.push('a:30'));
+    await new Promise((r) => setTimeout(r, 10));
+    const old = b.acquire(Infinity, 10).then(() => order.push('b:10'));
+    await Promise.all([young, old]);
+    expect(order).toEqual(['b:10', 'a:30']);
+  });
+
+  it('a process that died while waiting for a slot holds the others back only until its registration expires', async () => {
+    const shared = prefix();
+    const filler = new SendPacer(connect(), shared, 50);
+    for (let i = 0; i < 5; i++) await filler.reserve();
+    // The dead process asked once as the oldest waiting send (age 1), was told the queue was too deep, and vanished.
+    const dead = await new SendPacer(connect(), shared, 50).reserve(0, { age: 1 });
+    expect(dead.taken).toBe(false);
+    const started = performance.now();
+    expect(await new SendPacer(connect(), shared, 50).acquire(Infinity, 100)).toEqual({ sent: true });
+    // Held back past the queue (~150 ms) by the dead registration's expiry (its next ask + 250 ms), then sent.
+    const waited = performance.now() - started;
+    expect(waited).toBeGreaterThan(300);
+    expect(waited).toBeLessThan(2000);
+  });
 });
