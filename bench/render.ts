@@ -15,7 +15,7 @@ export function renderMarkdown(r: Record<string, any>): string {
     out.push('**Latency at 150 events/s (commit → fake-im receives)**, median of each column over the runs', '', '| path | poll_interval | p50 ms | p95 ms | p99 ms | max ms | idle statements/poll | p99 of each run |', '|---|---|---|---|---|---|---|---|');
     const pollerRow = (path: string, l: any) => `| ${path} | ${l.poll_interval} | ${l.p50_ms} | ${l.p95_ms} | ${l.p99_ms} | ${l.max_ms} | ${l.idle_statements_per_poll} | ${(l.p99_runs ?? [l.p99_ms]).join(', ')} |`;
     for (const l of r.latency_poller ?? []) out.push(pollerRow('MySQL poller', l));
-    for (const l of r.latency_poller_limited ?? []) out.push(pollerRow('MySQL poller, limit 200/s on', l));
+    for (const l of r.latency_poller_limited ?? []) out.push(pollerRow(`MySQL poller, limit 200/s on${(l.delivers ?? 1) > 1 ? `, ${l.delivers} deliver` : ''}`, l));
     if (r.latency_mq) out.push(`| RocketMQ (publish → receive) | – | ${r.latency_mq.p50_ms} | ${r.latency_mq.p95_ms} | ${r.latency_mq.p99_ms} | ${r.latency_mq.max_ms} | – | ${(r.latency_mq.p99_runs ?? [r.latency_mq.p99_ms]).join(', ')} |`);
     if (r.baseline && r.latency_poller?.[0]) out.push('', `p99 ratio ours(500 ms)/baseline: ${Math.round((r.latency_poller[0].p99_ms / r.baseline.latency_at_150_per_s.p99_ms) * 1000) / 1000}`);
     out.push('');
