@@ -8,14 +8,14 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import { createWorld, PIPELINE } from './world.ts';
 import { steadyStream } from './writer.ts';
+import { median, percentile } from './proc-stats.ts';
 
 const poll = process.env.POLL ?? '500ms';
 const rate = Number(process.env.RATE ?? 150);
 const seconds = Number(process.env.SECONDS ?? 20);
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 const summary = (values: number[]) => {
   const a = [...values].sort((x, y) => x - y);
-  return `p50 ${pct(a, 50)}  p95 ${pct(a, 95)}  p99 ${pct(a, 99)}  max ${a[a.length - 1]}`;
+  return `p50 ${percentile(a, 50)}  p95 ${percentile(a, 95)}  p99 ${percentile(a, 99)}  max ${a[a.length - 1]}`;
 };
 
 const world = await createWorld({
@@ -44,7 +44,7 @@ try {
   const bursts = new Map<number, typeof sends>();
   for (const x of sends) (bursts.get(x.recorded) ?? bursts.set(x.recorded, []).get(x.recorded)!).push(x);
   const offsets = [...bursts.values()].map((b) => b.map((x) => x.received - x.recorded));
-  console.log(`${bursts.size} bursts, median size ${pct(offsets.map((o) => o.length).sort((a, b) => a - b), 50)}; first arrival ${summary(offsets.map((o) => Math.min(...o)))}; last arrival ${summary(offsets.map((o) => Math.max(...o)))}`);
+  console.log(`${bursts.size} bursts, median size ${median(offsets.map((o) => o.length))}; first arrival ${summary(offsets.map((o) => Math.min(...o)))}; last arrival ${summary(offsets.map((o) => Math.max(...o)))}`);
   const worst = [...sends].sort((a, b) => (b.received - b.committed) - (a.received - a.committed)).slice(0, Math.max(1, Math.ceil(sends.length / 100)));
   console.log(`slowest 1 %: mean poll wait ${Math.round(worst.reduce((s, x) => s + x.recorded - x.committed, 0) / worst.length)} ms, mean ledger row → request ${Math.round(worst.reduce((s, x) => s + x.received - x.recorded, 0) / worst.length)} ms`);
   console.log('arrival offsets (ms after the ledger row) of three bursts, in commit order:');

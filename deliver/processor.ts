@@ -114,7 +114,7 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
     // that (a short lock was already the operator's choice before any wait); the slot must come before that.
     const slotAskedMs = now();
     const lockNeededMs = row.lockUntilMs === null ? 0 : Math.min(deps.sendTimeoutMs, (row.lockUntilMs - slotAskedMs) / 2);
-    // The oldest event of this process's waiting sends takes the next due slot (see SendPacer.acquire).
+    // With the limit on, slots go to the oldest waiting events first, across deliver processes (SendPacer.acquire).
     const age = row.sourceCreatedAtMs ?? row.createdAtMs;
     const slot = await deps.pacer.acquire(row.lockUntilMs === null ? Infinity : row.lockUntilMs - lockNeededMs - slotAskedMs, age);
     if (!slot.sent || (row.lockUntilMs !== null && now() + lockNeededMs > row.lockUntilMs)) {

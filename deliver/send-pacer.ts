@@ -85,12 +85,6 @@ if interval > 0 then
 end
 return { string.format('%.0f', slot), string.format('%.0f', now), 1, 0 }`;
 
-/** A head that gives up (its lock deadline came) leaves at once. KEYS[1] heads by age, KEYS[2] by expiry; ARGV[1] id. */
-const LEAVE_HEADS_SCRIPT = `
-redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('ZREM', KEYS[2], ARGV[1])
-return 0`;
-
 /**
  * Admission at send time, against a log of the last second's sends: refused while a back-off is on or while the
  * sliding second already holds `cap` sends. This is what bounds every sliding second, even when a process reaches
@@ -204,7 +198,7 @@ export class SendPacer {
     if (this.intervalUs === 0) {
       // No limit: the reservation only waits out a back-off.
       const { slotLocalMs, waitMs, taken } = await this.reserve(maxWaitMs);
-      if (!taken) return { sent: false, retryInMs: Math.max(50, Math.ceil(waitMs - Math.max(0, maxWaitMs))) };
+      if (!taken) return { sent: false, retryInMs: retryAfterMs(waitMs, maxWaitMs) };
       const sleepMs = slotLocalMs - performance.now();
       if (sleepMs >= 1) await sleep(Math.ceil(sleepMs));
       return { sent: true };
@@ -235,8 +229,9 @@ export class SendPacer {
         const { slotLocalMs, waitMs, taken, behindOlder } = await this.reserve(Math.min(RESERVE_AHEAD_MS, Math.max(0, budget)), { age });
         if (taken) return { taken: true, slotLocalMs };
         if (behindOlder ? budget <= 0 : waitMs > budget) {
-          await this.redis.eval(LEAVE_HEADS_SCRIPT, 2, this.headsKey, this.headExpiriesKey, this.memberPrefix);
-          return { taken: false, retryInMs: Math.max(50, Math.ceil(waitMs - Math.max(0, budget))) };
+          // A head that gives up (its lock deadline came) leaves at once rather than at its expiry.
+          await this.redis.multi().zrem(this.headsKey, this.memberPrefix).zrem(this.headExpiriesKey, this.memberPrefix).exec();
+          return { taken: false, retryInMs: retryAfterMs(waitMs, budget) };
         }
         // Behind another process's older send: ask again in about a slot. Otherwise when the queue is short enough.
         await sleep(Math.max(1, Math.ceil(behindOlder ? this.intervalUs / 1000 : waitMs - RESERVE_AHEAD_MS)));
@@ -272,7 +267,7 @@ class LocalSlots {
   take(slotLocalMs: number, age: number): Promise<void> {
     return new Promise((go) => {
       insertSorted(this.times, slotLocalMs, (a, b) => a - b);
-      insertSorted(this.waiters, { age, seq: this.seq++, go }, (a, b) => a.age - b.age || a.seq - b.seq);
+      insertSorted(this.waiters, { age, seq: this.seq++, go }, oldestFirst);
       this.handOut();
     });
   }
@@ -297,6 +292,16 @@ class LocalSlots {
       }, Math.ceil(next - now));
     }
   }
+}
+
+/** When a send that could not wait for the next slot (`waitMs` away, `budgetMs` allowed) should ask again. */
+function retryAfterMs(waitMs: number, budgetMs: number): number {
+  return Math.max(50, Math.ceil(waitMs - Math.max(0, budgetMs)));
+}
+
+/** Older events first; `seq` keeps equal ages in the order they asked. */
+function oldestFirst(a: { age: number; seq: number }, b: { age: number; seq: number }): number {
+  return a.age - b.age || a.seq - b.seq;
 }
 
 function insertSorted<T>(list: T[], item: T, compare: (a: T, b: T) => number): void {
@@ -324,7 +329,7 @@ class ReserveTurns {
           go({ ok: false, ahead: at });
         }, Math.max(0, deadline - performance.now()));
       }
-      insertSorted(this.waiting, waiter, (a, b) => a.age - b.age || a.seq - b.seq);
+      insertSorted(this.waiting, waiter, oldestFirst);
       this.schedulePump();
     });
   }
