@@ -25,6 +25,10 @@ export function renderMarkdown(r: Record<string, any>): string {
     out.push(`**Rate limit 200/s, 3 deliver processes, ${l.events} backlog** (median rate; worst run for the busiest second and over-frequency): drained in ${l.drain_seconds} s, ${l.achieved_per_second}/s = ${l.share_of_200} % of 200/s; busiest second ${l.busiest_aligned_second} (aligned), ${l.busiest_sliding_second} (sliding); over-frequency answers ${l.over_frequency_answers}.`, '');
     if (l.runs) out.push(`Runs (share of 200/s / over-frequency answers / busiest sliding second): ${l.runs.map((x: any) => `${x.share_of_200} % / ${x.over_frequency_answers} / ${x.busiest_sliding_second}`).join('; ')}`, '');
   }
+  if (r.recovery) {
+    const v = r.recovery;
+    out.push(`**Recovery after Redis is lost** (${v.events} pending rows, Redis flushed, 1 deliver process, limit off, shipped reconciler settings): all delivered ${v.seconds_to_all_delivered} s after deliver started = ${v.events_per_second} events/s (runs ${v.runs.map((x: any) => x.seconds_to_all_delivered).join(', ')} s).`, '');
+  }
   if (r.growth) {
     out.push('**Growth** (median ms)', '', '| rows (outbox = ledger) | idle poll | batch poll (100 rows) | reconciler pass |', '|---|---|---|---|');
     for (const g of r.growth.points) out.push(`| ${g.rows} | ${g.idle_poll_ms} | ${g.batch_poll_ms} | ${g.reconciler_pass_ms} |`);

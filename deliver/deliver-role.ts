@@ -4,7 +4,7 @@ import type { Pool } from 'mysql2/promise';
 import type { Logger } from 'pino';
 import type { NoticeConfig } from '../src/config/schema.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
-import { sourcePolicy } from '../src/notices/registry.ts';
+import { outboxNoticeModules, sourcePolicy } from '../src/notices/registry.ts';
 import { TencentImClient } from '../src/tencent-im/client.ts';
 import { UserSigCache } from '../src/tencent-im/usersig.ts';
 import { RoleConfigError, withDeadline, type Role } from '../src/app/role.ts';
@@ -85,7 +85,7 @@ export class DeliverRole implements Role {
     await Promise.all(this.workers.map((worker) => worker.waitUntilReady()));
     this.reconciler = new Reconciler({
       ledger: new LedgerRepository(this.pool), queue: this.queue, redis: this.producerRedis, config: this.config, owner: this.workerId,
-      maxRetryFor: (source) => policyFor(source).maxRetryCount, logger: this.logger, metrics: this.metrics,
+      maxRetryFor: (source) => policyFor(source).maxRetryCount, maxQueuedJobs: maxQueuedJobs(this.config), logger: this.logger, metrics: this.metrics,
     });
     this.reconciler.start();
   }
@@ -125,4 +125,10 @@ export const MAX_FETCH_LANES = 8;
 export function fetchLanes(concurrency: number): number[] {
   const lanes = Math.min(MAX_FETCH_LANES, Math.ceil(concurrency / FETCH_LANE_SIZE));
   return Array.from({ length: lanes }, (_, i) => Math.floor(concurrency / lanes) + (i < concurrency % lanes ? 1 : 0));
+}
+
+/** The deliver queue's bound that ingest keeps (the largest max_queued_jobs; 0 means unbounded), for the reconciler. */
+function maxQueuedJobs(config: NoticeConfig): number {
+  const bounds = outboxNoticeModules(config).map((m) => m.worker.max_queued_jobs);
+  return bounds.includes(0) ? Infinity : Math.max(...bounds);
 }

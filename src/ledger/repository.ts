@@ -2,6 +2,7 @@ import type { Pool } from 'mysql2/promise';
 import type { ResultSetHeader, RowDataPacket } from 'mysql2';
 import type { LedgerKey, LedgerRow, NewLedgerRow } from './types.ts';
 import { retryOnDeadlock } from '../platform/deadlock-retry.ts';
+import { groupKeys } from './key-groups.ts';
 
 const TABLE = 'notice_delivery_events';
 const KEY_WHERE = 'source_name = ? AND app_code = ? AND source_event_id = ? AND channel = ?';
@@ -89,6 +90,22 @@ export class LedgerRepository {
       [nowMs - pendingGraceMs, limit, nowMs - pendingGraceMs, limit, nowMs - pendingGraceMs, nowMs, limit],
     );
     return rows.map((r) => ({ sourceName: r.source_name, appCode: r.app_code, sourceEventId: r.source_event_id, channel: r.channel, eventType: r.event_type, status: r.status }));
+  }
+
+  /**
+   * The reconciler gave these rows a job again at `nowMs`: their stranded clock restarts (updated_at_ms, and
+   * next_retry_at_ms for retryable rows), so the next page of the same pass reaches the rows behind them and a later
+   * pass looks at them again only after the grace. A row changed since `readAtMs` (a worker got to it) is left alone.
+   */
+  async markRequeued(keys: readonly LedgerKey[], readAtMs: number, nowMs: number): Promise<void> {
+    for (const group of groupKeys(keys, (key) => key)) {
+      await retryOnDeadlock(() => this.pool.query<ResultSetHeader>(
+        `UPDATE ${TABLE}
+            SET next_retry_at_ms = CASE WHEN status = 'retryable' THEN ? ELSE next_retry_at_ms END, updated_at_ms = ?
+          WHERE ${group.where.sql} AND status IN ('pending', 'retryable', 'delivering') AND updated_at_ms < ?`,
+        [nowMs, nowMs, ...group.where.params, readAtMs],
+      ));
+    }
   }
 
   /** Deletes up to `limit` final rows of one status older than the cutoff; never touches a row still in flight. */
