@@ -27,7 +27,7 @@ export function renderMarkdown(r: Record<string, any>): string {
   }
   if (r.recovery) {
     const v = r.recovery;
-    out.push(`**Recovery after Redis is lost** (${v.events} pending rows, Redis flushed, 1 deliver process, limit off, shipped reconciler settings): all delivered ${v.seconds_to_all_delivered} s after deliver started = ${v.events_per_second} events/s (runs ${v.runs.map((x: any) => x.seconds_to_all_delivered).join(', ')} s).`, '');
+    out.push(`**Recovery after Redis is lost** (${v.events} pending rows, Redis flushed, 1 deliver process, limit off, reconciler at its defaults; max_queued_jobs off so the whole backlog is in the ledger first): all delivered ${v.seconds_to_all_delivered} s after deliver started = ${v.events_per_second} events/s (runs ${v.runs.map((x: any) => x.seconds_to_all_delivered).join(', ')} s).`, '');
   }
   if (r.growth) {
     out.push('**Growth** (median ms)', '', '| rows (outbox = ledger) | idle poll | batch poll (100 rows) | reconciler pass |', '|---|---|---|---|');
