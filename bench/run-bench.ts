@@ -14,6 +14,7 @@ import { median, percentile } from './proc-stats.ts';
 import { runGrowth } from './growth.ts';
 import { FakeRocketMqProxy } from '../test/helpers/fake-rocketmq-proxy.ts';
 import { kick, mqBody } from '../test/helpers/room.ts';
+import { waitFor } from '../test/helpers/env.ts';
 import { configSchema } from '../src/config/schema.ts';
 import { RemoteFakeIm } from './remote-fake-im.ts';
 
@@ -296,11 +297,7 @@ async function recoveryRun(events: number) {
     await preload(world.env.owner, world.env.config.wallet_database, events);
     await world.spawn('ingest');
     const ledgerRows = async () => Number((await world.env.notice.query<any[]>('SELECT COUNT(*) AS n FROM notice_delivery_events'))[0][0].n);
-    const deadline = Date.now() + 300_000;
-    while ((await ledgerRows()) < events) {
-      if (Date.now() > deadline) throw new Error('recovery: the backlog never reached the ledger');
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    await waitFor(ledgerRows, (n) => n >= events, 300_000, 'recovery: the backlog in the ledger');
     const { Redis } = await import('ioredis');
     const admin = new Redis(world.env.config.redis.url);
     await admin.flushall();

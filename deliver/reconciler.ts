@@ -5,7 +5,7 @@ import type { LedgerRepository } from '../src/ledger/repository.ts';
 import type { NoticeConfig } from '../src/config/schema.ts';
 import type { NoticeMetrics } from '../src/observability/metrics.ts';
 import { describeError } from '../src/platform/errors.ts';
-import { deliverJobId, enqueueDeliveries, type DeliverJobData } from '../queues/deliver-queue.ts';
+import { deliverJobId, enqueueDeliveries, queuedJobs, type DeliverJobData } from '../queues/deliver-queue.ts';
 
 const LIVE_STATES = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
 
@@ -86,6 +86,7 @@ export class Reconciler {
     // backlog costs one page, as before); so do a full deliver queue (the bound ingest keeps, max_queued_jobs) and
     // the pass's time budget (one interval, well inside the lock's three).
     const budgetEnds = performance.now() + config.reconciler.interval;
+    const maxQueued = this.deps.maxQueuedJobs ?? Infinity;
     for (let page = 0; ; page++) {
       const readAtMs = Date.now();
       const stranded = await ledger.findStranded(nowMs, config.reconciler.pending_grace, config.reconciler.batch_size);
@@ -99,7 +100,7 @@ export class Reconciler {
         logger.warn({ requeued: requeued.length, page, sample_event_ids: requeued.slice(0, 5).map((r) => r.sourceEventId) }, 'reconciler re-enqueued ledger rows that had no live job');
       }
       if (requeued.length === 0 || stranded.length < config.reconciler.batch_size || performance.now() > budgetEnds) break;
-      if (Number.isFinite(this.deps.maxQueuedJobs) && (await queue.getJobCountByTypes('wait', 'prioritized', 'delayed')) >= this.deps.maxQueuedJobs!) break;
+      if (maxQueued !== Infinity && (await queuedJobs(queue)) >= maxQueued) break;
     }
 
     const retention = config.retention;

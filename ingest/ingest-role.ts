@@ -12,7 +12,7 @@ import { MqConsumerLoop } from '../src/rocketmq/consumer-loop.ts';
 import { ingestEnabled, mqNoticeModules, outboxNoticeModules } from '../src/notices/registry.ts';
 import { RoleConfigError, type Role } from '../src/app/role.ts';
 import { newWorkerId } from '../src/app/worker-id.ts';
-import { enqueueDeliveries, type DeliverJobData } from '../queues/deliver-queue.ts';
+import { enqueueDeliveries, queuedJobs, type DeliverJobData } from '../queues/deliver-queue.ts';
 import type { NoticeMetrics } from '../src/observability/metrics.ts';
 
 
@@ -33,8 +33,7 @@ export class IngestRole implements Role {
     const recorderFor = (maxRetryCount: number) =>
       new FactRecorder(ledger, (items) => enqueueDeliveries(queue, items.map((i) => ({ ...i, maxRetryCount }))), logger, metrics);
 
-    // Jobs not yet taken by a worker: waiting, prioritized and delayed (retries, back-offs).
-    const queueDepth = () => queue.getJobCountByTypes('wait', 'prioritized', 'delayed');
+    const queueDepth = () => queuedJobs(queue);
     this.pollers = outboxNoticeModules(config)
       .filter((m) => m.worker.enabled)
       .map((m) => new OutboxPoller({ source: m.source, config: m.worker, reader: new OutboxReader(pool, m.source), cursors, recorder: recorderFor(m.worker.max_retry_count), owner, logger, metrics, queueDepth }));

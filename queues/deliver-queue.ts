@@ -46,6 +46,11 @@ export function createDeliverQueue(connection: Redis, prefix: string): Queue<Del
   return new Queue<DeliverJobData>(DELIVER_QUEUE_NAME, { connection, prefix });
 }
 
+/** Jobs not yet taken by a worker (waiting, prioritized, delayed: retries, back-offs): what max_queued_jobs bounds. */
+export function queuedJobs(queue: Queue<DeliverJobData>): Promise<number> {
+  return queue.getJobCountByTypes('wait', 'prioritized', 'delayed');
+}
+
 export interface EnqueueItem {
   key: LedgerKey;
   eventType: string;

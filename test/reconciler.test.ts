@@ -6,7 +6,7 @@ import { createTestEnv, type TestEnv } from './helpers/env.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
 import { CHANNEL_TENCENT_IM_C2C } from '../src/ledger/types.ts';
 import { createRedis } from '../src/platform/redis.ts';
-import { createDeliverQueue, deliverJobId, type DeliverJobData } from '../queues/deliver-queue.ts';
+import { createDeliverQueue, deliverJobId, queuedJobs, type DeliverJobData } from '../queues/deliver-queue.ts';
 import { Reconciler } from '../deliver/reconciler.ts';
 
 let env: TestEnv | undefined;
@@ -36,7 +36,7 @@ async function setUp(rows: number, maxQueuedJobs?: number) {
   redis = createRedis(env.config.redis.url, 'producer');
   queue = createDeliverQueue(redis, env.config.redis.prefix);
   const reconciler = new Reconciler({ ledger, queue, redis, config: env.config, owner: 'test', maxRetryFor: () => 5, maxQueuedJobs, logger: pino({ level: 'silent' }) });
-  return { ledger, reconciler, waiting: () => queue!.getJobCountByTypes('wait', 'prioritized', 'delayed') };
+  return { ledger, reconciler, waiting: () => queuedJobs(queue!) };
 }
 
 describe('reconciler: rebuilding the work list after Redis is lost', () => {
