@@ -75,6 +75,13 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
   };
 
   async function processDelivery(job: Job<DeliverJobData>, token?: string): Promise<string> {
+    if (!isDeliverJobData(job.data)) {
+      // A ghost: the id was still queued but its hash was lost (partial Redis loss), so BullMQ hands over an empty
+      // stub. Its key is unknowable from a hashed id; the reconciler re-adds the row from the ledger.
+      deps.metrics?.ghostJobs.inc();
+      deps.logger.debug({ job_id: job.id }, 'job without data (its Redis hash was lost); dropped, the reconciler re-adds the row');
+      return 'ghost-job';
+    }
     const key: LedgerKey = { sourceName: job.data.sourceName, appCode: job.data.appCode, sourceEventId: job.data.sourceEventId, channel: job.data.channel };
     const policy = deps.policyFor(key.sourceName);
     // A child logger per job is costly with redaction on; build it only when a line is actually written.
@@ -85,7 +92,8 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
     if (!claim.claimed) {
       const row = claim.row;
       if (!row) {
-        log().error({ key: formatKey(key) }, 'job has no ledger row; dropping the job');
+        // A job outliving its row (retention purged it, or a Redis rollback brought back an old job): nothing to send.
+        log().warn({ key: formatKey(key) }, 'job has no ledger row; dropping the job');
         return 'no-ledger-row';
       }
       if (row.status === 'delivered' || row.status === 'failed') return `already-${row.status}`;
@@ -170,6 +178,11 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
       }
     }
   }
+}
+
+function isDeliverJobData(data: unknown): data is DeliverJobData {
+  const d = data as Partial<DeliverJobData> | null;
+  return typeof d?.sourceName === 'string' && typeof d.appCode === 'string' && typeof d.sourceEventId === 'string' && typeof d.channel === 'string';
 }
 
 /** BullMQ backoff strategy: the delay the ledger already recorded, or plain exponential for infrastructure errors. */

@@ -6,8 +6,7 @@ import type { NoticeConfig } from '../src/config/schema.ts';
 import type { NoticeMetrics } from '../src/observability/metrics.ts';
 import { describeError } from '../src/platform/errors.ts';
 import { deliverJobId, enqueueDeliveries, queuedJobs, type DeliverJobData } from '../queues/deliver-queue.ts';
-
-const LIVE_STATES = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
+import { clearForReadd, inspectJobs, notLive } from '../queues/job-repair.ts';
 
 /** Take or keep the lock: set it if free, extend it if ours. One script, so two processes never both hold it. */
 const LOCK_SCRIPT = `
@@ -20,6 +19,8 @@ export interface ReconcilePass {
   stranded: number;
   requeued: number;
   live: number;
+  /** Orphan hashes still locked: a worker may be running them, so they are left for a later pass. */
+  locked: number;
   purged: number;
 }
 
@@ -75,7 +76,7 @@ export class Reconciler {
 
   async runOnce(nowMs = Date.now()): Promise<ReconcilePass> {
     const { ledger, queue, config, logger, metrics } = this.deps;
-    const pass: ReconcilePass = { leader: false, stranded: 0, requeued: 0, live: 0, purged: 0 };
+    const pass: ReconcilePass = { leader: false, stranded: 0, requeued: 0, live: 0, locked: 0, purged: 0 };
     const held = await this.deps.redis.eval(LOCK_SCRIPT, 1, this.lockKey, this.deps.owner, String(config.reconciler.interval * 3));
     if (Number(held) !== 1) return pass;
     pass.leader = true;
@@ -91,9 +92,10 @@ export class Reconciler {
       const readAtMs = Date.now();
       const stranded = await ledger.findStranded(nowMs, config.reconciler.pending_grace, config.reconciler.batch_size);
       pass.stranded += stranded.length;
-      const { requeued, live } = await this.giveJobs(stranded);
+      const { requeued, live, locked } = await this.giveJobs(stranded);
       pass.requeued += requeued.length;
       pass.live += live;
+      pass.locked += locked;
       if (requeued.length > 0) {
         await ledger.markRequeued(requeued, readAtMs, Date.now());
         for (const row of requeued) metrics?.reconcilerRequeued.inc({ status: row.status });
@@ -116,18 +118,28 @@ export class Reconciler {
     return pass;
   }
 
-  /** Gives every row without a live job a job again (a finished one under the same id is removed first). */
-  private async giveJobs(rows: Awaited<ReturnType<LedgerRepository['findStranded']>>): Promise<{ requeued: typeof rows; live: number }> {
-    const { queue } = this.deps;
-    // One round trip for the page, not two per row: the commands go out together on the connection.
-    const states = await Promise.all(rows.map((row) => queue.getJobState(deliverJobId(row))));
-    const stranded = rows.map((row, i) => ({ row, state: states[i]! })).filter(({ state }) => !LIVE_STATES.has(state));
-    // A finished job with the same id would swallow the add: clear it first.
-    await Promise.all(stranded.filter(({ state }) => state !== 'unknown').map(({ row }) => queue.remove(deliverJobId(row)).catch(() => undefined)));
-    const requeued = stranded.map(({ row }) => row);
+  /**
+   * Gives every row without a live job a job again. Whatever stands under the id is cleared first — a finished job
+   * or an orphan hash would swallow the add — except a locked orphan, which a worker may still be running: that row
+   * is left for a later pass. Each add is checked afterwards, so a swallowed one is reported, not assumed done.
+   */
+  private async giveJobs(rows: Awaited<ReturnType<LedgerRepository['findStranded']>>): Promise<{ requeued: typeof rows; live: number; locked: number }> {
+    const { queue, logger, metrics } = this.deps;
+    const ids = rows.map((row) => deliverJobId(row));
+    const presence = await inspectJobs(queue, this.deps.redis, ids);
+    const blocking = ids.filter((_, i) => presence[i] === 'finished' || presence[i] === 'orphan');
+    const { locked } = blocking.length > 0 ? await clearForReadd(queue, blocking) : { locked: new Set<string>() };
+    const orphans = presence.filter((p) => p === 'orphan').length;
+    if (orphans > 0) {
+      metrics?.orphanJobsCleared.inc(orphans - locked.size);
+      logger.warn({ orphans, locked: locked.size }, 'cleared job hashes that sat in no queue state (partial Redis loss) so their rows can be re-added');
+    }
+    const requeued = rows.filter((_, i) => presence[i] !== 'live' && !locked.has(ids[i]!));
     if (requeued.length > 0) {
       await enqueueDeliveries(queue, requeued.map((row) => ({ key: row, eventType: row.eventType, maxRetryCount: this.deps.maxRetryFor(row.sourceName) })));
+      const dropped = await notLive(queue, this.deps.redis, requeued.map((row) => deliverJobId(row)));
+      if (dropped.length > 0) logger.warn({ dropped: dropped.length }, 'BullMQ dropped some re-adds (the id was taken meanwhile); a later pass looks at them again');
     }
-    return { requeued, live: rows.length - requeued.length };
+    return { requeued, live: presence.filter((p) => p === 'live').length, locked: locked.size };
   }
 }

@@ -20,9 +20,18 @@ export class NoticeMetrics {
     labelNames: ['source'], registers: [this.registry],
   });
   readonly gapsSkipped = new Counter({
-    name: 'notice_ingest_gap_ids_skipped_total', help: 'Outbox ids given up on after gap_grace (rolled back, never committed)',
+    name: 'notice_ingest_gap_ids_skipped_total', help: 'Outbox id holes not committed within gap_grace; they are then re-checked at growing intervals up to late_commit_horizon',
     labelNames: ['source'], registers: [this.registry],
   });
+  readonly gapsAbandoned = new Counter({
+    name: 'notice_ingest_gap_ids_abandoned_total', help: 'Outbox id holes still not committed after late_commit_horizon: no longer watched (rolled back, or ids the writer never used)',
+    labelNames: ['source'], registers: [this.registry],
+  });
+  readonly lateRows = new Counter({
+    name: 'notice_ingest_late_rows_total', help: 'Outbox rows that committed after gap_grace and were found by the late-commit re-check',
+    labelNames: ['source'], registers: [this.registry],
+  });
+  readonly watchedGapIds = new Gauge({ name: 'notice_ingest_watched_gap_ids', help: 'Outbox id holes past gap_grace still re-checked for late commits', labelNames: ['source'], registers: [this.registry] });
   readonly openGaps = new Gauge({ name: 'notice_ingest_open_gap_ids', help: 'Outbox ids below the cursor still waited for', labelNames: ['source'], registers: [this.registry] });
   readonly ingestLagMs = new Gauge({
     name: 'notice_ingest_lag_ms', help: 'created_at_ms of the newest outbox row minus that of the newest row read', labelNames: ['source'], registers: [this.registry],
@@ -51,6 +60,12 @@ export class NoticeMetrics {
   });
   readonly reconcilerRequeued = new Counter({
     name: 'notice_reconciler_requeued_total', help: 'Ledger rows found without a live job and enqueued again, by ledger status', labelNames: ['status'], registers: [this.registry],
+  });
+  readonly orphanJobsCleared = new Counter({
+    name: 'notice_reconciler_orphan_jobs_cleared_total', help: 'Job hashes found in no BullMQ state (partial Redis loss) and removed so their rows could be re-added', registers: [this.registry],
+  });
+  readonly ghostJobs = new Counter({
+    name: 'notice_deliver_ghost_jobs_total', help: 'Jobs whose Redis hash was gone (partial Redis loss): dropped; the reconciler re-adds their rows from the ledger', registers: [this.registry],
   });
   readonly ledgerPurged = new Counter({ name: 'notice_ledger_purged_total', help: 'Final ledger rows deleted by retention', labelNames: ['status'], registers: [this.registry] });
   readonly poisoned = new Counter({ name: 'notice_delivery_poison_total', help: 'Events failed because their sends kept starting but never finishing', labelNames: ['source'], registers: [this.registry] });
