@@ -2,6 +2,7 @@ import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { ClaimResult, LedgerRepository } from '../src/ledger/repository.ts';
 import { formatKey, type LedgerKey, type LedgerRow } from '../src/ledger/types.ts';
+import { isFinalForDelivery } from '../src/ledger/transitions.ts';
 import type { SendOutcome, TencentImSender } from '../src/tencent-im/client.ts';
 import type { NoticeMetrics } from '../src/observability/metrics.ts';
 import type { DeliverJobData } from '../queues/deliver-queue.ts';
@@ -96,7 +97,7 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
         log().warn({ key: formatKey(key) }, 'job has no ledger row; dropping the job');
         return 'no-ledger-row';
       }
-      if (row.status === 'delivered' || row.status === 'failed') return `already-${row.status}`;
+      if (isFinalForDelivery(row.status)) return `already-${row.status}`;
       // Someone else holds a live lock (a stalled copy of this job): look again when that lock runs out.
       const retryAt = Math.max(row.lockUntilMs ?? 0, now()) + 250;
       await job.moveToDelayed(retryAt, token);

@@ -4,6 +4,7 @@ import { toLedgerRow, type ClaimResult } from './repository.ts';
 import type { LedgerKey, LedgerRow } from './types.ts';
 import { retryOnDeadlock } from '../platform/deadlock-retry.ts';
 import { groupKeys } from './key-groups.ts';
+import { transitionGuard } from './transitions.ts';
 
 const TABLE = 'notice_delivery_events';
 
@@ -74,13 +75,12 @@ export class BatchedLedger {
       // lock_ttl is per source, so one deadline per group.
       const until = lockUntil.get(group.sourceName) ?? nowMs + this.lockTtlFor(group.sourceName);
       lockUntil.set(group.sourceName, until);
+      const guard = transitionGuard('claim', this.workerId, nowMs);
       await retryOnDeadlock(() => this.pool.query<ResultSetHeader>(
         `UPDATE ${TABLE}
             SET status = 'delivering', locked_by = ?, lock_until_ms = ?, claim_count = claim_count + 1, updated_at_ms = ?
-          WHERE ${group.where.sql}
-            AND (status IN ('pending', 'retryable')
-                 OR (status = 'delivering' AND (lock_until_ms < ? OR locked_by = ?)))`,
-        [this.workerId, until, nowMs, ...group.where.params, nowMs, this.workerId],
+          WHERE ${group.where.sql} AND ${guard.sql}`,
+        [this.workerId, until, nowMs, ...group.where.params, ...guard.params],
       ));
       const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT * FROM ${TABLE} WHERE ${group.where.sql}`, group.where.params);
       for (const r of rows) {
@@ -101,13 +101,14 @@ export class BatchedLedger {
     const done = new Set<string>();
     for (const group of groupKeys(items, (item) => item.key)) {
       const msgKeyCases = group.items.map(() => 'WHEN ? THEN ?').join(' ');
+      const guard = transitionGuard('recordDelivered', this.workerId, nowMs);
       const [result] = await retryOnDeadlock(() => this.pool.query<ResultSetHeader>(
         `UPDATE ${TABLE}
             SET status = 'delivered', im_msg_key = CASE source_event_id ${msgKeyCases} END, delivered_at_ms = ?, next_retry_at_ms = NULL,
                 last_error_code = NULL, last_error = NULL, attempt_count = attempt_count + 1,
                 locked_by = NULL, lock_until_ms = NULL, updated_at_ms = ?
-          WHERE ${group.where.sql} AND status = 'delivering' AND locked_by = ?`,
-        [...group.items.flatMap((i) => [i.key.sourceEventId, i.imMsgKey]), nowMs, nowMs, ...group.where.params, this.workerId],
+          WHERE ${group.where.sql} AND ${guard.sql}`,
+        [...group.items.flatMap((i) => [i.key.sourceEventId, i.imMsgKey]), nowMs, nowMs, ...group.where.params, ...guard.params],
       ));
       if (result.affectedRows === group.items.length) {
         for (const i of group.items) done.add(`${keyString(i.key)}\u0000${i.imMsgKey}`);

@@ -3,6 +3,7 @@ import type { ResultSetHeader, RowDataPacket } from 'mysql2';
 import type { LedgerKey, LedgerRow, NewLedgerRow } from './types.ts';
 import { retryOnDeadlock } from '../platform/deadlock-retry.ts';
 import { groupKeys } from './key-groups.ts';
+import { inFlightSql, transitionGuard, type LedgerStatement } from './transitions.ts';
 
 const TABLE = 'notice_delivery_events';
 const KEY_WHERE = 'source_name = ? AND app_code = ? AND source_event_id = ? AND channel = ?';
@@ -53,13 +54,13 @@ export class LedgerRepository {
   // Claims and "delivered" outcomes go through BatchedLedger (batched-ledger.ts), which coalesces concurrent jobs.
 
   async recordRetryable(key: LedgerKey, workerId: string, code: string, message: string, nextRetryAtMs: number, nowMs: number): Promise<boolean> {
-    return this.finishAttempt(key, workerId, nowMs,
+    return this.finishAttempt('recordRetryable', key, workerId, nowMs,
       `status = 'retryable', next_retry_at_ms = ?, last_error_code = ?, last_error = ?, attempt_count = attempt_count + 1`,
       [nextRetryAtMs, code, clip(message)]);
   }
 
   async recordFailed(key: LedgerKey, workerId: string, code: string, message: string, nowMs: number): Promise<boolean> {
-    return this.finishAttempt(key, workerId, nowMs,
+    return this.finishAttempt('recordFailed', key, workerId, nowMs,
       `status = 'failed', next_retry_at_ms = NULL, last_error_code = ?, last_error = ?, attempt_count = attempt_count + 1`,
       [code, clip(message)]);
   }
@@ -69,7 +70,7 @@ export class LedgerRepository {
    * taken back too, so claim_count - attempt_count keeps counting only sends that never finished.
    */
   async releaseRateLimited(key: LedgerKey, workerId: string, code: string, message: string, nextRetryAtMs: number, nowMs: number): Promise<boolean> {
-    return this.finishAttempt(key, workerId, nowMs,
+    return this.finishAttempt('releaseRateLimited', key, workerId, nowMs,
       `status = 'retryable', next_retry_at_ms = ?, last_error_code = ?, last_error = ?, claim_count = claim_count - 1`,
       [nextRetryAtMs, code, clip(message)]);
   }
@@ -102,7 +103,7 @@ export class LedgerRepository {
       await retryOnDeadlock(() => this.pool.query<ResultSetHeader>(
         `UPDATE ${TABLE}
             SET next_retry_at_ms = CASE WHEN status = 'retryable' THEN ? ELSE next_retry_at_ms END, updated_at_ms = ?
-          WHERE ${group.where.sql} AND status IN ('pending', 'retryable', 'delivering') AND updated_at_ms < ?`,
+          WHERE ${group.where.sql} AND ${inFlightSql()} AND updated_at_ms < ?`,
         [nowMs, nowMs, ...group.where.params, readAtMs],
       ));
     }
@@ -124,21 +125,23 @@ export class LedgerRepository {
   async requeueFailed<K extends LedgerKey>(keys: readonly K[], nowMs: number): Promise<K[]> {
     const moved: K[] = [];
     for (const key of keys) {
+      const guard = transitionGuard('requeueFailed', '', nowMs);
       const [result] = await this.pool.query<ResultSetHeader>(
         `UPDATE ${TABLE} SET status = 'pending', attempt_count = 0, claim_count = 0, next_retry_at_ms = NULL, locked_by = NULL, lock_until_ms = NULL, updated_at_ms = ?
-          WHERE ${KEY_WHERE} AND status = 'failed' AND payload IS NOT NULL`,
-        [nowMs, ...keyParams(key)],
+          WHERE ${KEY_WHERE} AND ${guard.sql} AND payload IS NOT NULL`,
+        [nowMs, ...keyParams(key), ...guard.params],
       );
       if (result.affectedRows === 1) moved.push(key);
     }
     return moved;
   }
 
-  private async finishAttempt(key: LedgerKey, workerId: string, nowMs: number, assignments: string, params: unknown[]): Promise<boolean> {
+  private async finishAttempt(statement: LedgerStatement, key: LedgerKey, workerId: string, nowMs: number, assignments: string, params: unknown[]): Promise<boolean> {
+    const guard = transitionGuard(statement, workerId, nowMs);
     const [result] = await this.pool.query<ResultSetHeader>(
       `UPDATE ${TABLE} SET ${assignments}, locked_by = NULL, lock_until_ms = NULL, updated_at_ms = ?
-        WHERE ${KEY_WHERE} AND status = 'delivering' AND locked_by = ?`,
-      [...params, nowMs, ...keyParams(key), workerId],
+        WHERE ${KEY_WHERE} AND ${guard.sql}`,
+      [...params, nowMs, ...keyParams(key), ...guard.params],
     );
     return result.affectedRows === 1;
   }

@@ -1,8 +1,8 @@
-import type { DeliveryStatus } from './types.ts';
+import { DELIVERY_STATUSES, type DeliveryStatus } from './types.ts';
 
 /**
- * The allowed moves of a ledger row. Every UPDATE in the repository is conditional on its `from` side, so a
- * stale worker cannot move a row along an edge that is not here.
+ * The allowed moves of a ledger row. Every conditional UPDATE in the repository takes its WHERE clause from here
+ * (`transitionGuard`), so a stale or duplicate worker cannot move a row along an edge that is not here.
  *
  *   pending ──claim──▶ delivering ──▶ delivered
  *   retryable ─claim─▶ delivering ──▶ retryable (transient error / rate limited, lock released)
@@ -19,4 +19,73 @@ export const TRANSITIONS: Readonly<Record<DeliveryStatus, readonly DeliveryStatu
 
 export function canTransition(from: DeliveryStatus, to: DeliveryStatus): boolean {
   return TRANSITIONS[from].includes(to);
+}
+
+/** Statuses a row can move out of. */
+export function sourcesOf(to: DeliveryStatus): DeliveryStatus[] {
+  return DELIVERY_STATUSES.filter((from) => canTransition(from, to));
+}
+
+/** Statuses from which a worker may still send: anything that can be claimed. The rest is final for delivery. */
+export const IN_FLIGHT_STATUSES: readonly DeliveryStatus[] = sourcesOf('delivering');
+
+export function isFinalForDelivery(status: DeliveryStatus): boolean {
+  return !IN_FLIGHT_STATUSES.includes(status);
+}
+
+/**
+ * Who may move a row that is `delivering`: `ours` — only the worker whose lock it carries (outcomes); `free_or_ours`
+ * — also anyone once that lock has run out (a claim taking over from a dead worker). Rows in other statuses carry
+ * no lock.
+ */
+export type LockRule = 'ours' | 'free_or_ours';
+
+/** What each ledger statement does, by the status it writes and the lock it needs. */
+export const STATEMENTS = {
+  claim: { to: 'delivering', lock: 'free_or_ours' },
+  recordDelivered: { to: 'delivered', lock: 'ours' },
+  recordRetryable: { to: 'retryable', lock: 'ours' },
+  releaseRateLimited: { to: 'retryable', lock: 'ours' },
+  recordFailed: { to: 'failed', lock: 'ours' },
+  requeueFailed: { to: 'pending', lock: 'ours' },
+} as const satisfies Record<string, { to: DeliveryStatus; lock: LockRule }>;
+export type LedgerStatement = keyof typeof STATEMENTS;
+
+export type LockState = 'none' | 'ours' | 'others_live' | 'others_expired';
+
+/** The pure decision the SQL below encodes: may `statement` change a row in `status` with this lock? */
+export function mayApply(statement: LedgerStatement, status: DeliveryStatus, lock: LockState): boolean {
+  const { to, lock: rule } = STATEMENTS[statement];
+  if (!canTransition(status, to)) return false;
+  if (status !== 'delivering') return true;
+  return lock === 'ours' || (rule === 'free_or_ours' && (lock === 'others_expired' || lock === 'none'));
+}
+
+/**
+ * The WHERE condition of a statement, derived from TRANSITIONS: `status` in the statement's source statuses, and for
+ * `delivering` the lock rule. Status names are constants from this file, never input.
+ */
+export function transitionGuard(statement: LedgerStatement, workerId: string, nowMs: number): { sql: string; params: Array<string | number> } {
+  const { to, lock } = STATEMENTS[statement];
+  const sources = sourcesOf(to);
+  const parts: string[] = [];
+  const params: Array<string | number> = [];
+  const plain = sources.filter((s) => s !== 'delivering');
+  if (plain.length > 0) parts.push(`status IN (${plain.map((s) => `'${s}'`).join(', ')})`);
+  if (sources.includes('delivering')) {
+    if (lock === 'ours') {
+      parts.push(`(status = 'delivering' AND locked_by = ?)`);
+      params.push(workerId);
+    } else {
+      parts.push(`(status = 'delivering' AND (lock_until_ms IS NULL OR lock_until_ms < ? OR locked_by = ?))`);
+      params.push(nowMs, workerId);
+    }
+  }
+  if (parts.length === 0) return { sql: 'FALSE', params };
+  return { sql: `(${parts.join(' OR ')})`, params };
+}
+
+/** `status IN (…)` for the in-flight statuses, for scans and clock updates that must leave final rows alone. */
+export function inFlightSql(): string {
+  return `status IN (${IN_FLIGHT_STATUSES.map((s) => `'${s}'`).join(', ')})`;
 }
