@@ -2,6 +2,7 @@ import { createWorld } from './world.ts';
 import { median } from './proc-stats.ts';
 import { createLogger } from '../src/platform/logger.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
+import { GapWatchStore } from '../src/outbox/gap-watch-store.ts';
 import { CursorStore } from '../src/outbox/cursor-store.ts';
 import { OutboxPoller } from '../src/outbox/poller.ts';
 import { OutboxReader } from '../src/outbox/reader.ts';
@@ -51,7 +52,7 @@ export async function runGrowth(sizes: number[], log: (s: string) => void) {
       const ledger = new LedgerRepository(env.notice);
       const cursors = new CursorStore(env.notice);
       const recorder = new FactRecorder(ledger, (items) => enqueueDeliveries(queue, items.map((i) => ({ ...i, maxRetryCount: 10 }))), logger);
-      const newPoller = () => new OutboxPoller({ source, config: env.config.wallet_notice_worker, reader: new OutboxReader(env.notice, source), cursors, recorder, owner: 'bench', logger });
+      const newPoller = () => new OutboxPoller({ source, config: env.config.wallet_notice_worker, reader: new OutboxReader(env.notice, source), cursors, gapWatch: new GapWatchStore(env.notice), recorder, owner: 'bench', logger });
 
       const batch: number[] = [];
       for (let i = 0; i < ITERATIONS; i++) {

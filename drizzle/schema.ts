@@ -65,6 +65,28 @@ export const noticeIngestCursors = mysqlTable('notice_ingest_cursors', {
 });
 
 /**
+ * Outbox id holes given up after gap_grace, still re-checked for late commits up to late_commit_horizon. One row per
+ * chunk of holes given up together (≤ 200 ranges, one primary-key statement per check), so a sparse id sequence
+ * (auto_increment_increment > 1) costs a row per chunk, not per hole.
+ */
+export const noticeIngestWatchedGaps = mysqlTable(
+  'notice_ingest_watched_gaps',
+  {
+    sourceName: varchar('source_name', { length: 64 }).notNull(),
+    /** The chunk's first hole id: with source_name, its key (holes are given up once, so chunks never overlap). */
+    fromId: bigint('from_id', { mode: 'number', unsigned: true }).notNull(),
+    toId: bigint('to_id', { mode: 'number', unsigned: true }).notNull(),
+    /** JSON array of [fromId, toId] hole ranges still not seen committed. */
+    ranges: mediumtext('ranges').notNull(),
+    holeIds: bigint('hole_ids', { mode: 'number' }).notNull(),
+    firstSeenMs: bigint('first_seen_ms', { mode: 'number' }).notNull(),
+    nextCheckAtMs: bigint('next_check_at_ms', { mode: 'number' }).notNull(),
+    checks: int('checks').notNull().default(0),
+  },
+  (t) => [primaryKey({ name: 'pk_notice_ingest_watched_gaps', columns: [t.sourceName, t.fromId] }), index('idx_niwg_due').on(t.sourceName, t.nextCheckAtMs)],
+);
+
+/**
  * MQ messages that could not be turned into a ledger row: poison (not JSON, missing fields) or still failing after
  * `consumer_max_reconsume_times` deliveries. Kept so that acking them loses nothing an operator cannot see.
  */

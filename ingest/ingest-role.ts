@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Queue } from 'bullmq';
 import { PROXY_MAX_AWAIT_MS, PROXY_MIN_INVISIBLE_MS, type NoticeConfig } from '../src/config/schema.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
+import { GapWatchStore } from '../src/outbox/gap-watch-store.ts';
 import { CursorStore } from '../src/outbox/cursor-store.ts';
 import { OutboxPoller } from '../src/outbox/poller.ts';
 import { OutboxReader } from '../src/outbox/reader.ts';
@@ -29,6 +30,7 @@ export class IngestRole implements Role {
     }
     const ledger = new LedgerRepository(pool);
     const cursors = new CursorStore(pool);
+    const gapWatch = new GapWatchStore(pool);
     const owner = newWorkerId('ingest');
     const recorderFor = (maxRetryCount: number) =>
       new FactRecorder(ledger, (items) => enqueueDeliveries(queue, items.map((i) => ({ ...i, maxRetryCount }))), logger, metrics);
@@ -36,7 +38,7 @@ export class IngestRole implements Role {
     const queueDepth = () => queuedJobs(queue);
     this.pollers = outboxNoticeModules(config)
       .filter((m) => m.worker.enabled)
-      .map((m) => new OutboxPoller({ source: m.source, config: m.worker, reader: new OutboxReader(pool, m.source), cursors, recorder: recorderFor(m.worker.max_retry_count), owner, logger, metrics, queueDepth }));
+      .map((m) => new OutboxPoller({ source: m.source, config: m.worker, reader: new OutboxReader(pool, m.source), cursors, gapWatch, recorder: recorderFor(m.worker.max_retry_count), owner, logger, metrics, queueDepth }));
 
     const mq = config.rocketmq;
     const rejects = new RejectStore(pool);

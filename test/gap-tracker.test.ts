@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { advanceCursor, INITIAL_CURSOR, parseGaps, serializeGaps } from '../src/outbox/gap-tracker.ts';
+import { afterCheck, chunksFor, MAX_CHECK_INTERVAL_MS, MAX_RANGES_PER_CHUNK, nextCheckAt } from '../src/outbox/gap-watch.ts';
 
 describe('gap tracker', () => {
   it('advances over contiguous ids', () => {
@@ -31,5 +32,40 @@ describe('gap tracker', () => {
     expect(parseGaps(serializeGaps(gaps))).toEqual(gaps);
     expect(parseGaps('{"x":1}')).toEqual([]);
     expect(parseGaps(null)).toEqual([]);
+  });
+});
+
+describe('late-commit watch schedule', () => {
+  const GRACE = 60_000;
+  const HORIZON = 24 * 3600_000;
+
+  it('re-checks a given-up hole one grace later, then at doubling intervals capped hourly, and last at the horizon', () => {
+    const times: number[] = [];
+    let now = GRACE; // given up one grace after first seen at 0
+    for (let checks = 0; ; checks++) {
+      const next = nextCheckAt(0, checks, now, GRACE, HORIZON);
+      if (next === null) break;
+      times.push(next);
+      now = next;
+    }
+    expect(times.slice(0, 4)).toEqual([2 * GRACE, 4 * GRACE, 8 * GRACE, 16 * GRACE]);
+    expect(times.at(-1)).toBe(HORIZON);
+    const gaps = times.slice(1).map((t, i) => t - times[i]!);
+    expect(Math.max(...gaps)).toBe(MAX_CHECK_INTERVAL_MS);
+    // Bounded: about 30 looks over a day, whatever the hole.
+    expect(times.length).toBeLessThan(32);
+  });
+
+  it('chunks given-up holes by 200 ranges and drops found ids; a chunk ends filled or abandoned at the horizon', () => {
+    const skipped = Array.from({ length: 450 }, (_, i): [number, number, number] => [i * 7 + 1, i * 7 + 6, 1000 + i]);
+    const chunks = chunksFor(skipped, 70_000, GRACE, HORIZON);
+    expect(chunks.map((c) => c.ranges.length)).toEqual([MAX_RANGES_PER_CHUNK, MAX_RANGES_PER_CHUNK, 50]);
+    expect(chunks[0]).toMatchObject({ fromId: 1, toId: 199 * 7 + 6, holeIds: 200 * 6, firstSeenMs: 1000, nextCheckAtMs: 70_000 + GRACE, checks: 0 });
+
+    const one = { ...chunks[2]!, ranges: [[3151, 3152]] as Array<[number, number]>, holeIds: 2 };
+    expect(afterCheck(one, [3151, 3152], 200_000, GRACE, HORIZON)).toEqual({ kind: 'filled' });
+    const partly = afterCheck(one, [3151], 200_000, GRACE, HORIZON);
+    expect(partly).toMatchObject({ kind: 'watching', chunk: { ranges: [[3152, 3152]], holeIds: 1, checks: 1, nextCheckAtMs: 200_000 + 2 * GRACE } });
+    expect(afterCheck(one, [], one.firstSeenMs + HORIZON, GRACE, HORIZON)).toEqual({ kind: 'abandoned', holeIds: 2 });
   });
 });

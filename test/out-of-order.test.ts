@@ -2,7 +2,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { balanceChanged, insertWalletRows, ledgerStatusCounts } from './helpers/outbox.ts';
 import { startPipeline } from './helpers/pipeline.ts';
-import type { NoticeProcess } from '../src/app/run-roles.ts';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { buildProcess, type NoticeProcess } from '../src/app/run-roles.ts';
 
 let env: TestEnv;
 let proc: NoticeProcess | undefined;
@@ -62,6 +64,57 @@ describe('gap-safe outbox cursor', () => {
     } finally {
       doomed.release();
     }
+  });
+
+  it('a row committed 3× gap_grace late is still delivered and counted, across an ingest restart', async () => {
+    env = await createTestEnv({ wallet_notice_worker: { gap_grace: '1s' } });
+    const slow = await env.owner.getConnection();
+    try {
+      await slow.beginTransaction();
+      await insertWalletRows(slow, env.config.wallet_database, [balanceChanged(1)]);
+      await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(2), balanceChanged(3)]);
+      proc = await startPipeline(env.config);
+      await waitFor(async () => env.fakeIm.delivered().length, (n) => n === 2);
+      // Given up after the grace: the hole moves from the cursor to the watch table, in one transaction.
+      await waitFor(async () => (await env.notice.query<any[]>('SELECT ranges FROM notice_ingest_watched_gaps'))[0], (rows) => rows.length === 1, 10_000, 'hole watched');
+      const [cursor] = await env.notice.query<any[]>('SELECT open_gaps FROM notice_ingest_cursors');
+      expect(JSON.parse(cursor[0].open_gaps)).toEqual([]);
+      // The ingest process restarts (a deploy, a lease handover) while the owner is still slow.
+      await proc.stop();
+      proc = await startPipeline(env.config);
+      await new Promise((r) => setTimeout(r, 2000));
+      await slow.commit();
+      await waitFor(async () => env.fakeIm.delivered().length, (n) => n === 3, 20_000, 'the late row');
+      expect(env.fakeIm.delivered().map((m) => JSON.parse(m.data).transaction_id).sort()).toEqual(['tx_1', 'tx_2', 'tx_3']);
+      expect(await proc.metrics.render()).toMatch(/notice_ingest_late_rows_total\{source="wallet_outbox"\} 1/);
+      await waitFor(async () => (await env.notice.query<any[]>('SELECT 1 FROM notice_ingest_watched_gaps'))[0], (rows) => rows.length === 0, 5000, 'watch emptied');
+    } finally {
+      slow.release();
+    }
+  });
+
+  it('a writer with auto_increment_increment = 7 is delivered in full, with summary lines instead of a warning per row', async () => {
+    env = await createTestEnv({ wallet_notice_worker: { gap_grace: '500ms', batch_size: 20 }, log: { level: 'info' } });
+    const lines: Array<{ level: number; msg: string }> = [];
+    const sink = new Writable({ write(chunk, _enc, done) { for (const l of String(chunk).split('\n')) if (l) lines.push(JSON.parse(l)); done(); } });
+    proc = await buildProcess(env.config, ['ingest', 'deliver'], pino({ level: 'info' }, sink));
+    await proc.start();
+    const conn = await env.owner.getConnection();
+    try {
+      await conn.query('SET SESSION auto_increment_increment = 7');
+      for (let i = 0; i < 10; i++) {
+        await insertWalletRows(conn, env.config.wallet_database, Array.from({ length: 20 }, (_, j) => balanceChanged(i * 20 + j + 1)));
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } finally {
+      conn.release();
+    }
+    await waitFor(async () => env.fakeIm.delivered().length, (n) => n === 200, 20_000, '200 sparse rows');
+    const poller = proc.ingest!.pollers[0]!;
+    await waitFor(async () => poller.stats.gapsSkipped, (n) => n >= 199 * 6, 10_000, 'holes given up');
+    expect(lines.filter((l) => l.level >= 40).map((l) => l.msg)).toEqual([]);
+    // The first give-up is logged at once, the rest summed into at most one line a minute.
+    expect(lines.filter((l) => l.msg.startsWith('outbox id holes not committed within gap_grace')).length).toBeLessThanOrEqual(2);
   });
 
   it('under concurrent writers committing in random order with rollbacks, every committed row is delivered once', async () => {

@@ -14,6 +14,12 @@ const outboxWorker = z.strictObject({
   /** How long a hole in the outbox id sequence is waited for before it is skipped; longer than the owner's longest transaction. */
   gap_grace: durationMs.default(60_000),
   /**
+   * A hole past gap_grace is not forgotten: it is re-checked by primary key at growing intervals (gap_grace, then
+   * doubling, at most hourly) until this long after it was first seen, so an owner transaction that commits later
+   * than we guessed is still delivered.
+   */
+  late_commit_horizon: durationMs.default(24 * 3600 * 1000),
+  /**
    * Where a source with no saved cursor starts: `earliest` sends every row already in the outbox, `latest` only
    * rows committed from now on (for a first deployment on an outbox with history). A saved cursor always wins.
    */

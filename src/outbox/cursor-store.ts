@@ -1,5 +1,7 @@
-import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { parseGaps, serializeGaps, type CursorState } from './gap-tracker.ts';
+import type { GapWatchStore } from './gap-watch-store.ts';
+import type { WatchChunk } from './gap-watch.ts';
 
 /**
  * `notice_ingest_cursors`: the position of each outbox source, and a lease so that one ingest process at a time
@@ -38,14 +40,35 @@ export class CursorStore {
     return row ? { highWaterId: Number(row.high_water_id), gaps: parseGaps(row.open_gaps) } : { highWaterId: 0, gaps: [] };
   }
 
-  /** Saves the position and renews the lease; false means the lease was lost and nothing was written. */
-  async save(sourceName: string, owner: string, state: CursorState, nowMs: number, leaseMs: number): Promise<boolean> {
-    const [result] = await this.pool.query<ResultSetHeader>(
-      `UPDATE notice_ingest_cursors SET high_water_id = ?, open_gaps = ?, lease_until_ms = ?, updated_at_ms = ?
-        WHERE source_name = ? AND lease_owner = ?`,
-      [state.highWaterId, serializeGaps(state.gaps), nowMs + leaseMs, nowMs, sourceName, owner],
-    );
-    return result.affectedRows === 1;
+  /**
+   * Saves the position and renews the lease; false means the lease was lost and nothing was written. Holes given up
+   * in this step move to the late-commit watch in the same transaction, so none is dropped between the two tables.
+   */
+  async save(sourceName: string, owner: string, state: CursorState, nowMs: number, leaseMs: number, watch?: { store: GapWatchStore; chunks: readonly WatchChunk[] }): Promise<boolean> {
+    const update = (db: Pool | PoolConnection) =>
+      db.query<ResultSetHeader>(
+        `UPDATE notice_ingest_cursors SET high_water_id = ?, open_gaps = ?, lease_until_ms = ?, updated_at_ms = ?
+          WHERE source_name = ? AND lease_owner = ?`,
+        [state.highWaterId, serializeGaps(state.gaps), nowMs + leaseMs, nowMs, sourceName, owner],
+      );
+    if (!watch || watch.chunks.length === 0) return (await update(this.pool))[0].affectedRows === 1;
+    const conn = await this.pool.getConnection();
+    try {
+      await conn.beginTransaction();
+      await watch.store.insert(conn, sourceName, watch.chunks);
+      const [result] = await update(conn);
+      if (result.affectedRows !== 1) {
+        await conn.rollback();
+        return false;
+      }
+      await conn.commit();
+      return true;
+    } catch (err) {
+      await conn.rollback().catch(() => undefined);
+      throw err;
+    } finally {
+      conn.release();
+    }
   }
 
   async release(sourceName: string, owner: string): Promise<void> {

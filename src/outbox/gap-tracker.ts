@@ -42,7 +42,7 @@ export function advanceCursor(state: CursorState, newIds: readonly number[], fil
   return { state: { highWaterId, gaps }, skipped };
 }
 
-function removeIds(gaps: readonly GapRange[], ids: readonly number[]): GapRange[] {
+export function removeIds(gaps: readonly GapRange[], ids: readonly number[]): GapRange[] {
   if (ids.length === 0) return [...gaps];
   const sorted = [...ids].sort((a, b) => a - b);
   const result: GapRange[] = [];

@@ -9,6 +9,9 @@ import { advanceCursor, countGapIds, type CursorState } from './gap-tracker.ts';
 import type { CursorStore } from './cursor-store.ts';
 import type { OutboxReader } from './reader.ts';
 import type { OutboxSource } from './source.ts';
+import type { GapWatchStore } from './gap-watch-store.ts';
+import { LateCommitWatch } from './late-commit-watch.ts';
+import type { OutboxRow } from '../notices/types.ts';
 
 export interface PollerStats {
   polls: number;
@@ -17,6 +20,8 @@ export interface PollerStats {
   skipped: number;
   malformed: number;
   gapsSkipped: number;
+  /** Rows found in holes after gap_grace (late commits). */
+  lateRows: number;
   /** Polls that read no new rows because the deliver queue was full (max_queued_jobs). */
   backpressuredPolls: number;
   errors: number;
@@ -36,6 +41,8 @@ export interface OutboxPollerDeps {
   config: OutboxWorkerConfig;
   reader: OutboxReader;
   cursors: CursorStore;
+  /** Holes past gap_grace, re-checked for late commits up to late_commit_horizon. */
+  gapWatch: GapWatchStore;
   recorder: FactRecorder;
   owner: string;
   logger: Logger;
@@ -51,7 +58,7 @@ export interface OutboxPollerDeps {
  * the ledger key and the job id make idempotent; nothing is marked read that is not enqueued.
  */
 export class OutboxPoller {
-  readonly stats: PollerStats = { polls: 0, rowsRead: 0, ingested: 0, skipped: 0, malformed: 0, gapsSkipped: 0, backpressuredPolls: 0, errors: 0, lastEventAtMs: null };
+  readonly stats: PollerStats = { polls: 0, rowsRead: 0, ingested: 0, skipped: 0, malformed: 0, gapsSkipped: 0, lateRows: 0, backpressuredPolls: 0, errors: 0, lastEventAtMs: null };
   private state: CursorState | null = null;
   /** created_at_ms of the newest row read, for the lag gauge. */
   private newestReadCreatedAtMs: number | null = null;
@@ -64,10 +71,15 @@ export class OutboxPoller {
   private readonly pause = new WakeableSleep();
   private readonly now: () => number;
   private readonly log: Logger;
+  private readonly watch: LateCommitWatch;
 
   constructor(private readonly deps: OutboxPollerDeps) {
     this.now = deps.now ?? Date.now;
     this.log = deps.logger.child({ source: deps.source.sourceName });
+    this.watch = new LateCommitWatch({
+      sourceName: deps.source.sourceName, store: deps.gapWatch, reader: deps.reader, gapGraceMs: deps.config.gap_grace,
+      horizonMs: deps.config.late_commit_horizon, logger: this.log, metrics: deps.metrics,
+    });
     deps.metrics?.onScrape(() => this.collectLag());
   }
 
@@ -77,6 +89,7 @@ export class OutboxPoller {
     const source = this.deps.source.sourceName;
     const state = this.state;
     if (state) metrics.openGaps.set({ source }, countGapIds(state.gaps));
+    if (state) metrics.watchedGapIds.set({ source }, await this.deps.gapWatch.watchedIds(source));
     if (this.stats.lastEventAtMs !== null) metrics.secondsSinceLastEvent.set({ source }, (this.now() - this.stats.lastEventAtMs) / 1000);
     if (!state) return; // standing by: the lease holder reports lag
     const newest = await this.deps.reader.newest();
@@ -149,42 +162,46 @@ export class OutboxPoller {
     if (last && last.created_at_ms !== null && last.created_at_ms !== undefined) this.newestReadCreatedAtMs = Number(last.created_at_ms);
     this.stats.rowsRead += rows.length;
 
-    if (rows.length > 0) {
-      const recordedAtMs = this.now();
-      const facts: SourceFact[] = rows.map((row) => {
-        const identity = source.identify(row);
-        return {
-          key: { sourceName: source.sourceName, appCode: identity.appCode, sourceEventId: identity.sourceEventId, channel: CHANNEL_TENCENT_IM_C2C },
-          mapped: source.map(row, recordedAtMs),
-          sourceRowId: row.id,
-          sourceCreatedAtMs: identity.sourceCreatedAtMs,
-        };
-      });
-      const counts = await recorder.record(facts);
-      this.stats.ingested += counts.ingested;
-      this.stats.skipped += counts.skipped;
-      this.stats.malformed += counts.malformed;
-      this.stats.lastEventAtMs = recordedAtMs;
-    }
+    if (rows.length > 0) await this.recordRows(rows);
 
     const { state: next, skipped } = advanceCursor(state, newRows.map((r) => r.id), filled.map((r) => r.id), this.now(), config.gap_grace);
-    for (const [from, to, firstSeenMs] of skipped) {
-      this.stats.gapsSkipped += to - from + 1;
-      this.deps.metrics?.gapsSkipped.inc({ source: source.sourceName }, to - from + 1);
-      this.log.warn({ from_id: from, to_id: to, waited_ms: this.now() - firstSeenMs }, 'outbox id hole never committed within gap_grace; skipping it');
-    }
+    const chunks = this.watch.chunksFor(skipped, this.now());
+    this.stats.gapsSkipped += countGapIds(skipped);
     const changed = next.highWaterId !== state.highWaterId || JSON.stringify(next.gaps) !== JSON.stringify(state.gaps);
     if (changed) {
       const nowMs = this.now();
-      if (await cursors.save(source.sourceName, this.deps.owner, next, nowMs, config.lock_ttl)) {
+      if (await cursors.save(source.sourceName, this.deps.owner, next, nowMs, config.lock_ttl, { store: this.deps.gapWatch, chunks })) {
         this.state = next;
         this.leaseUntilMs = nowMs + config.lock_ttl;
+        this.watch.watched(chunks, nowMs);
       } else {
         this.log.warn('ingest lease lost to another process; standing by');
         this.state = null;
+        return { leader: false, newRows: newRows.length, filledGaps: filled.length, full: false };
       }
     }
+    this.stats.lateRows += await this.watch.checkDue(this.now(), (late) => this.recordRows(late));
     return { leader: true, newRows: newRows.length, filledGaps: filled.length, full: newRows.length === config.batch_size };
+  }
+
+  /** Rows → facts → ledger and queue; throws (and nothing counts as read) if they are not durable. */
+  private async recordRows(rows: readonly OutboxRow[]): Promise<void> {
+    const { source, recorder } = this.deps;
+    const recordedAtMs = this.now();
+    const facts: SourceFact[] = rows.map((row) => {
+      const identity = source.identify(row);
+      return {
+        key: { sourceName: source.sourceName, appCode: identity.appCode, sourceEventId: identity.sourceEventId, channel: CHANNEL_TENCENT_IM_C2C },
+        mapped: source.map(row, recordedAtMs),
+        sourceRowId: row.id,
+        sourceCreatedAtMs: identity.sourceCreatedAtMs,
+      };
+    });
+    const counts = await recorder.record(facts);
+    this.stats.ingested += counts.ingested;
+    this.stats.skipped += counts.skipped;
+    this.stats.malformed += counts.malformed;
+    this.stats.lastEventAtMs = recordedAtMs;
   }
 
   /**
@@ -218,6 +235,7 @@ export class OutboxPoller {
     }
     if (!this.state) {
       this.state = await cursors.load(source.sourceName);
+      this.watch.forget();
       this.log.info({ high_water_id: this.state.highWaterId, open_gap_ids: countGapIds(this.state.gaps) }, 'ingest lease acquired');
     }
     this.leaseUntilMs = nowMs + config.lock_ttl;

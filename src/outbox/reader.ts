@@ -2,6 +2,7 @@ import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { quoteIdentifier } from '../platform/mysql.ts';
 import type { OutboxRow } from '../notices/types.ts';
 import type { GapRange } from './gap-tracker.ts';
+import type { IdRange } from './gap-watch.ts';
 import type { OutboxSource } from './source.ts';
 
 /** At most this many holes are re-checked per poll; the rest wait for the next one. */
@@ -31,7 +32,8 @@ export class OutboxReader {
     return row ? { id: Number(row.id), createdAtMs: row.created_at_ms === null ? null : Number(row.created_at_ms) } : null;
   }
 
-  async readGaps(gaps: readonly GapRange[], limit: number): Promise<OutboxRow[]> {
+  /** Rows inside id ranges (open holes, or watched ones), by primary key; the first 200 ranges per statement. */
+  async readGaps(gaps: ReadonlyArray<GapRange | IdRange>, limit: number): Promise<OutboxRow[]> {
     const ranges = gaps.slice(0, MAX_GAP_RANGES_PER_QUERY);
     if (ranges.length === 0) return [];
     const where = ranges.map(() => '(id BETWEEN ? AND ?)').join(' OR ');
