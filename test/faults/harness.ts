@@ -4,6 +4,7 @@ import type { PoolConnection } from 'mysql2/promise';
 import { createTestEnv, type TestEnv } from '../helpers/env.ts';
 import { balanceChanged, insertWalletRows } from '../helpers/outbox.ts';
 import { PrivateRedis } from '../helpers/redis-server.ts';
+import { PrivateMariaDb } from '../helpers/mariadb-server.ts';
 import { spawnNotice, waitForOutput, type Spawned } from '../helpers/spawn.ts';
 import type { Faults } from '../../src/fake-im/server.ts';
 
@@ -17,6 +18,8 @@ export interface WriterOptions {
   /** Random wait inside the transaction before commit: commits land out of id order. */
   maxCommitDelayMs: number;
   rollbackRate: number;
+  /** SET SESSION auto_increment_increment on each writer connection (MySQL Group Replication uses 7). */
+  autoIncrementIncrement: number;
 }
 
 export interface Scenario {
@@ -32,11 +35,14 @@ export interface Scenario {
   inject?: (h: Harness) => Promise<void>;
   /** Users fake-im never imported: their events must end failed, not lost. */
   notImported?: string[];
+  /** Run on a private MariaDB instance (for faults that restart the server) instead of the shared one. */
+  privateMysql?: boolean;
 }
 
 export interface Harness {
   env: TestEnv;
   redis: PrivateRedis;
+  mariadb: PrivateMariaDb | null;
   procs: Array<{ role: string; proc: Spawned }>;
   progress(): number;
   writing(): boolean;
@@ -52,6 +58,8 @@ export interface ScenarioResult {
   rolled_back: number;
   delivered: number;
   failed: number;
+  /** Committed events whose ledger row is still not final when the drain ends. */
+  stuck: number;
   failed_by_code: Record<string, number>;
   fake_im_requests: number;
   duplicate_sends: number;
@@ -75,7 +83,9 @@ const BASE_CONFIG = {
 export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   const redis = new PrivateRedis(['--maxmemory-policy', 'noeviction']);
   const redisUrl = await redis.start();
-  const env = await createTestEnv(merge(merge(BASE_CONFIG, { redis: { url: redisUrl } }), s.config ?? {}));
+  const mariadb = s.privateMysql ? new PrivateMariaDb() : null;
+  const mysqlServer = mariadb ? await mariadb.start() : undefined;
+  const env = await createTestEnv(merge(merge(BASE_CONFIG, { redis: { url: redisUrl } }), s.config ?? {}), { mysqlServer });
   const dir = join(OUT_DIR, s.name);
   mkdirSync(dir, { recursive: true });
   env.fakeIm.setFaults({ ...(s.faults ?? {}), not_imported: s.notImported ?? [] });
@@ -84,10 +94,9 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   let committed = 0;
   let rolledBack = 0;
   let writing = true;
-  const committedIds = new Set<string>();
 
   const h: Harness = {
-    env, redis, procs,
+    env, redis, mariadb, procs,
     progress: () => committed / s.events,
     writing: () => writing,
     async spawn(role) {
@@ -108,14 +117,20 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   for (let i = 0; i < s.deliver; i++) await h.spawn('deliver');
   const started = Date.now();
 
-  const w: WriterOptions = { connections: 4, ratePerSecond: 600, maxRowsPerTx: 3, maxCommitDelayMs: 0, rollbackRate: 0, ...s.writer };
+  const w: WriterOptions = { connections: 4, ratePerSecond: 600, maxRowsPerTx: 3, maxCommitDelayMs: 0, rollbackRate: 0, autoIncrementIncrement: 1, ...s.writer };
   let next = 0;
+  /** Rows whose transaction was cut by a fault: committed or not, as the outbox says at the end. */
+  const cut: string[] = [];
   const writer = async () => {
-    const conn: PoolConnection = await env.owner.getConnection();
-    try {
-      while (next < s.events) {
-        const size = Math.min(1 + Math.floor(Math.random() * w.maxRowsPerTx), s.events - next);
-        const rows = Array.from({ length: size }, () => balanceChanged(++next));
+    let conn: PoolConnection | null = null;
+    while (next < s.events) {
+      const size = Math.min(1 + Math.floor(Math.random() * w.maxRowsPerTx), s.events - next);
+      const rows = Array.from({ length: size }, () => balanceChanged(++next));
+      try {
+        if (!conn) {
+          conn = await env.owner.getConnection();
+          if (w.autoIncrementIncrement > 1) await conn.query('SET SESSION auto_increment_increment = ?', [w.autoIncrementIncrement]);
+        }
         await conn.beginTransaction();
         await insertWalletRows(conn, env.config.wallet_database, rows);
         if (w.maxCommitDelayMs > 0) await sleep(Math.random() * w.maxCommitDelayMs);
@@ -125,32 +140,40 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
         } else {
           await conn.commit();
           committed += rows.length;
-          for (const r of rows) committedIds.add(r.event_id!);
         }
-        await sleep((size / w.ratePerSecond) * w.connections * 1000);
+      } catch {
+        // The server went away (a restart fault): whether these rows committed is read back from the outbox at
+        // the end, which is the truth of what was written.
+        cut.push(...rows.map((r) => r.event_id!));
+        conn?.destroy();
+        conn = null;
+        await sleep(200);
       }
-    } finally {
-      conn.release();
+      await sleep((size / w.ratePerSecond) * w.connections * 1000);
     }
+    conn?.release();
   };
   const writers = Promise.all(Array.from({ length: w.connections }, writer)).then(() => {
     writing = false;
   });
   await Promise.all([writers, s.inject?.(h)]);
   const writtenAt = Date.now();
+  // What the owners committed is what the outbox holds (a commit cut by a server restart may have landed or not).
+  const [outboxRows] = await retry(() => env.owner.query<any[]>(`SELECT event_id FROM \`${env.config.wallet_database}\`.wallet_outbox`));
+  const committedIds = new Set<string>(outboxRows.map((r) => r.event_id as string));
 
   // Drain: every committed event reaches a final ledger state.
   let finalCount = 0;
   const deadline = Date.now() + 180_000;
   while (Date.now() < deadline) {
-    const [rows] = await env.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_delivery_events WHERE status IN ('delivered', 'failed')");
+    const [rows] = await retry(() => env.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_delivery_events WHERE status IN ('delivered', 'failed')"));
     finalCount = Number(rows[0].n);
     if (finalCount >= committedIds.size) break;
     await sleep(250);
   }
   const drainSeconds = (Date.now() - writtenAt) / 1000;
 
-  const [ledger] = await env.notice.query<any[]>('SELECT source_event_id, status, last_error_code FROM notice_delivery_events');
+  const [ledger] = await retry(() => env.notice.query<any[]>('SELECT source_event_id, status, last_error_code FROM notice_delivery_events'));
   const ledgerById = new Map(ledger.map((r) => [r.source_event_id as string, r]));
   const messages = env.fakeIm.messages();
   const perEvent = new Map<string, number>();
@@ -162,10 +185,11 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   const failedByCode: Record<string, number> = {};
   for (const r of ledger) if (r.status === 'failed') failedByCode[r.last_error_code] = (failedByCode[r.last_error_code] ?? 0) + 1;
   let lost = 0;
+  let stuck = 0;
   for (const id of committedIds) {
     const row = ledgerById.get(id);
-    const final = row && (row.status === 'failed' || (row.status === 'delivered' && perEvent.has(id)));
-    if (!final) lost++;
+    if (row && row.status !== 'failed' && row.status !== 'delivered') stuck++;
+    else if (!row || (row.status === 'delivered' && !perEvent.has(id))) lost++;
   }
   const phantom = [...perEvent.keys()].filter((id) => !committedIds.has(id)).length;
 
@@ -176,8 +200,8 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   const secretLeaks = scanForSecrets(logs, env.config.tencent_im.secret_key);
 
   const result: ScenarioResult = {
-    scenario: s.name, title: s.title, written: committedIds.size, rolled_back: rolledBack,
-    delivered: ledger.filter((r) => r.status === 'delivered').length, failed: ledger.filter((r) => r.status === 'failed').length,
+    scenario: s.name, title: s.title, written: committedIds.size, rolled_back: rolledBack + cut.filter((id) => !committedIds.has(id)).length,
+    delivered: ledger.filter((r) => r.status === 'delivered').length, failed: ledger.filter((r) => r.status === 'failed').length, stuck,
     failed_by_code: failedByCode, fake_im_requests: env.fakeIm.getStats().requests,
     duplicate_sends: messages.filter((m) => m.duplicate).length,
     user_visible_duplicates: [...perEvent.values()].filter((n) => n > 1).length,
@@ -185,6 +209,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   };
   await env.close();
   await redis.destroy();
+  await mariadb?.destroy();
   return result;
 }
 
@@ -197,6 +222,18 @@ function scanForSecrets(logs: Array<{ file: string; text: string }>, secret: str
     if (/eJ[wyz][A-Za-z0-9*_-]{40,}/.test(text)) leaks.push(`${file}: UserSig-like token`);
   }
   return leaks;
+}
+
+/** A read right after a server restart may meet a connection the pool has not yet noticed is dead. */
+async function retry<T>(read: () => Promise<T>, attempts = 20): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await read();
+    } catch (err) {
+      if (i >= attempts) throw err;
+      await sleep(500);
+    }
+  }
 }
 
 export function sleep(ms: number): Promise<void> {

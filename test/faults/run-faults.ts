@@ -6,9 +6,10 @@
  *
  * FAULTS_SCALE (default 1) scales the event counts; FAULTS_ONLY=name,name runs a subset.
  */
-import { writeFileSync } from 'node:fs';
+import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { OUT_DIR, runScenario, sleep, type Harness, type Scenario, type ScenarioResult } from './harness.ts';
+import { balanceChanged, insertWalletRows } from '../helpers/outbox.ts';
 
 const scale = Number(process.env.FAULTS_SCALE ?? '1');
 const n = (events: number) => Math.max(200, Math.round(events * scale));
@@ -22,17 +23,7 @@ const scenarios: Scenario[] = [
     name: 'sigkill-deliver', title: 'SIGKILL a deliver process every 3 s', events: n(5000), ingest: 1, deliver: 3,
     faults: { delay_ms: 15 },
     writer: { ratePerSecond: 300 },
-    async inject(h) {
-      while (h.writing()) {
-        await sleep(3000);
-        const victims = h.procs.filter((p) => p.role === 'deliver' && p.proc.child.exitCode === null);
-        const victim = victims[Math.floor(Math.random() * victims.length)];
-        if (!victim) continue;
-        await h.kill(victim.proc);
-        h.note(`SIGKILL deliver pid ${victim.proc.child.pid}`);
-        await h.spawn('deliver');
-      }
-    },
+    inject: killDeliversInTurn,
   },
   {
     name: 'redis-loss', title: 'FLUSHALL mid-run, then Redis restarted empty', events: n(3000), ingest: 1, deliver: 2,
@@ -95,7 +86,113 @@ const scenarios: Scenario[] = [
       h.note(`SIGKILL ingest lease holder pid ${pid}`);
     },
   },
+  {
+    name: 'partial-wipe', title: "SIGKILL a deliver every 3 s, 10% transient errors, and the queue's keys deleted one by one mid-run", events: n(3000), ingest: 1, deliver: 3,
+    faults: { transient_error_rate: 0.1, delay_ms: 10 },
+    writer: { ratePerSecond: 300 },
+    async inject(h) {
+      await Promise.all([killDeliversInTurn(h), (async () => {
+        const { Redis } = await import('ioredis');
+        const client = new Redis(h.env.config.redis.url);
+        // What a failover to a lagging replica, an eviction or a careless cleanup leaves: some keys of every kind
+        // gone, the rest in place, while everything runs. Two slow passes, so workers act between the deletions.
+        for (const share of [0.5, 0.75]) {
+          await untilProgress(h, share);
+          let cursor = '0';
+          let deleted = 0;
+          do {
+            const [nextCursor, keys] = await client.scan(cursor, 'MATCH', `${h.env.config.redis.prefix}*`, 'COUNT', 20);
+            cursor = nextCursor;
+            for (const key of keys) {
+              deleted += await client.del(key);
+              await sleep(1);
+            }
+          } while (cursor !== '0');
+          h.note(`deleted ${deleted} Redis keys one by one (SCAN + DEL)`);
+        }
+        client.disconnect();
+      })()]);
+    },
+  },
+  {
+    name: 'redis-rollback', title: 'Redis restarted from a snapshot 5 s old (failover to a lagging replica) under a backlog', events: n(3000), ingest: 1, deliver: 2,
+    // A slow provider keeps a backlog queued, so the rollback brings back jobs that have since been sent and loses
+    // jobs added after the snapshot.
+    faults: { delay_ms: 100 },
+    writer: { ratePerSecond: 600 },
+    async inject(h) {
+      await untilProgress(h, 0.3);
+      const { Redis } = await import('ioredis');
+      const client = new Redis(h.env.config.redis.url);
+      await client.save();
+      client.disconnect();
+      copyFileSync(join(h.redis.dir, 'dump.rdb'), join(h.redis.dir, 'snapshot.rdb'));
+      h.note('snapshot taken (SAVE)');
+      await sleep(5000);
+      await h.redis.stop();
+      copyFileSync(join(h.redis.dir, 'snapshot.rdb'), join(h.redis.dir, 'dump.rdb'));
+      await h.redis.start(h.redis.port);
+      h.note('redis-server killed and restarted from the 5 s old snapshot');
+    },
+  },
+  {
+    name: 'mysql-restart', title: 'A private MariaDB crashed (SIGKILL) and restarted twice mid-run', events: n(3000), ingest: 1, deliver: 2, privateMysql: true,
+    faults: { delay_ms: 10 },
+    writer: { ratePerSecond: 400 },
+    async inject(h) {
+      for (const share of [0.3, 0.7]) {
+        await untilProgress(h, share);
+        await h.mariadb!.kill();
+        h.note('mariadbd SIGKILLed');
+        await sleep(2000);
+        await h.mariadb!.start();
+        h.note('mariadbd restarted (crash recovery)');
+      }
+    },
+  },
+  {
+    name: 'late-commit', title: 'Owner transactions that take their ids first and commit 3× gap_grace later', events: n(3000), ingest: 1, deliver: 2,
+    config: { wallet_notice_worker: { gap_grace: '2s' } },
+    writer: { ratePerSecond: 300 },
+    async inject(h) {
+      const slow = async (k: number) => {
+        const conn = await h.env.owner.getConnection();
+        try {
+          await conn.beginTransaction();
+          await insertWalletRows(conn, h.env.config.wallet_database, [balanceChanged(1_000_000 + k)]);
+          await sleep(6000 + Math.random() * 1000);
+          await conn.commit();
+        } finally {
+          conn.release();
+        }
+      };
+      const held: Array<Promise<void>> = [];
+      for (let k = 0; h.writing(); k++) {
+        held.push(slow(k));
+        await sleep(1000);
+      }
+      await Promise.all(held);
+      h.note(`${held.length} transactions held ~3× gap_grace before commit`);
+    },
+  },
+  {
+    name: 'sparse-ids', title: 'Writers with auto_increment_increment = 7 (Group Replication multi-primary)', events: n(3000), ingest: 1, deliver: 2,
+    config: { wallet_notice_worker: { gap_grace: '2s' } },
+    writer: { autoIncrementIncrement: 7 },
+  },
 ];
+
+async function killDeliversInTurn(h: Harness): Promise<void> {
+  while (h.writing()) {
+    await sleep(3000);
+    const victims = h.procs.filter((p) => p.role === 'deliver' && p.proc.child.exitCode === null);
+    const victim = victims[Math.floor(Math.random() * victims.length)];
+    if (!victim) continue;
+    await h.kill(victim.proc);
+    h.note(`SIGKILL deliver pid ${victim.proc.child.pid}`);
+    await h.spawn('deliver');
+  }
+}
 
 const only = process.env.FAULTS_ONLY?.split(',').filter(Boolean);
 const results: ScenarioResult[] = [];
@@ -107,11 +204,11 @@ for (const scenario of scenarios.filter((s) => !only || only.includes(s.name))) 
   process.stderr.write(`[faults] ${scenario.name}: done in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`);
 }
 
-const header = '| scenario | faults injected | written | rolled back | delivered | failed (why) | requests | duplicate sends (filtered) | user-visible duplicates | lost | drain s |';
-const lines = [header, '|---|---|---|---|---|---|---|---|---|---|---|'];
+const header = '| scenario | faults injected | written | rolled back / cut | delivered | failed (why) | requests | duplicate sends (filtered) | user-visible duplicates | lost | stuck | drain s |';
+const lines = [header, '|---|---|---|---|---|---|---|---|---|---|---|---|'];
 for (const r of results) {
   const why = Object.entries(r.failed_by_code).map(([c, k]) => `${k}×${c}`).join(', ') || '0';
-  lines.push(`| ${r.scenario} | ${r.injections.length} | ${r.written} | ${r.rolled_back} | ${r.delivered} | ${r.failed}${r.failed ? ` (${why})` : ''} | ${r.fake_im_requests} | ${r.duplicate_sends} | ${r.user_visible_duplicates} | ${r.lost} | ${r.drain_seconds} |`);
+  lines.push(`| ${r.scenario} | ${r.injections.length} | ${r.written} | ${r.rolled_back} | ${r.delivered} | ${r.failed}${r.failed ? ` (${why})` : ''} | ${r.fake_im_requests} | ${r.duplicate_sends} | ${r.user_visible_duplicates} | ${r.lost} | ${r.stuck} | ${r.drain_seconds} |`);
 }
 const table = lines.join('\n');
 console.log(table);
@@ -120,6 +217,7 @@ writeFileSync(join(OUT_DIR, 'report.md'), `${table}\n`);
 
 const problems = results.flatMap((r) => [
   ...(r.lost > 0 ? [`${r.scenario}: ${r.lost} events lost`] : []),
+  ...(r.stuck > 0 ? [`${r.scenario}: ${r.stuck} events stuck (ledger row never final)`] : []),
   ...(r.phantom > 0 ? [`${r.scenario}: ${r.phantom} messages for events never committed`] : []),
   ...(r.user_visible_duplicates > 0 ? [`${r.scenario}: ${r.user_visible_duplicates} events reached a user twice`] : []),
   ...r.secret_leaks.map((l) => `${r.scenario}: secret in logs: ${l}`),

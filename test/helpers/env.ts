@@ -30,13 +30,14 @@ export interface TestEnv {
  * A private world per test: its own notice/wallet/room databases, its own Redis key prefix, its own fake-im.
  * Nothing is shared between tests, so files run in parallel against the one MariaDB and Redis.
  */
-export async function createTestEnv(overrides: Record<string, unknown> = {}, options: { mysqlServerForService?: string } = {}): Promise<TestEnv> {
+export async function createTestEnv(overrides: Record<string, unknown> = {}, options: { mysqlServerForService?: string; mysqlServer?: string } = {}): Promise<TestEnv> {
+  const server = options.mysqlServer ?? MYSQL_SERVER;
   const id = `nt${randomBytes(4).toString('hex')}`;
   const fakeIm = new FakeImServer({ sdkAppId: 1400000001, secretKey: TEST_SECRET, adminIdentifier: 'administrator' });
   const fakeImUrl = await fakeIm.listen(0);
   const raw = deepMerge(
     {
-      mysql: { url: `${options.mysqlServerForService ?? MYSQL_SERVER}/${id}_notice`, pool_size: 8 },
+      mysql: { url: `${options.mysqlServerForService ?? server}/${id}_notice`, pool_size: 8 },
       wallet_database: `${id}_wallet`,
       room_database: `${id}_room`,
       redis: { url: REDIS_URL, prefix: `{${id}}` },
@@ -56,7 +57,7 @@ export async function createTestEnv(overrides: Record<string, unknown> = {}, opt
   const configFile = join(dir, `${id}.yaml`);
   writeFileSync(configFile, toYaml(raw));
   const notice = createMysqlPool(config.mysql.url, 4);
-  const owner = mysql.createPool({ uri: MYSQL_SERVER, connectionLimit: 6, supportBigNumbers: true, bigNumberStrings: true });
+  const owner = mysql.createPool({ uri: server, connectionLimit: 6, supportBigNumbers: true, bigNumberStrings: true });
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 2 });
   return {
     id, config, configFile, notice, owner, fakeIm, fakeImUrl, redis,
