@@ -34,6 +34,11 @@ export function renderMarkdown(r: Record<string, any>): string {
     for (const g of r.growth.points) out.push(`| ${g.rows} | ${g.idle_poll_ms} | ${g.batch_poll_ms} | ${g.reconciler_pass_ms} |`);
     out.push('', `ratios largest/smallest: idle poll ${r.growth.ratios.idle_poll}, batch poll ${r.growth.ratios.batch_poll}, reconciler ${r.growth.ratios.reconciler_pass}`, '');
   }
+  if (r.sparse) {
+    out.push(`**Sparse ids** (${r.sparse.rows} outbox rows, ids stepping by 1 and by 7; median ms)`, '', '| step | idle poll (holes past gap_grace) | idle poll (1,000 holes in grace) | batch poll (100 rows, 1,000 holes in grace) |', '|---|---|---|---|');
+    for (const p of r.sparse.points) out.push(`| ${p.step} | ${p.idle_poll_ms} | ${p.idle_poll_open_gaps_ms} | ${p.batch_poll_ms} |`);
+    out.push('', `ratios step 7 / step 1: idle poll ${r.sparse.ratios.idle_poll}, idle poll with holes in grace ${r.sparse.ratios.idle_poll_open_gaps}, batch poll ${r.sparse.ratios.batch_poll}`, '');
+  }
   if (r.footprint) out.push(`**Footprint**: Redis ${r.footprint.redis_bytes_per_waiting_job} bytes per waiting job; ingest peak RSS ${r.footprint.ingest_peak_rss_mb} MB.`, '');
   out.push(...targets(r));
   return out.join('\n');
@@ -58,6 +63,9 @@ function targets(r: Record<string, any>): string[] {
   }
   if (r.growth) {
     for (const k of ['idle_poll', 'batch_poll', 'reconciler_pass']) rows.push([`${k.replace('_', ' ')} at 2M within 1.5× of 10k`, `${r.growth.ratios[k]}×`, r.growth.ratios[k] <= 1.5]);
+  }
+  if (r.sparse) {
+    for (const k of ['idle_poll', 'batch_poll']) rows.push([`${k.replace('_', ' ')} at step 7 within 1.5× of step 1`, `${r.sparse.ratios[k]}×`, r.sparse.ratios[k] <= 1.5]);
   }
   const deliverRss = r.capacity_1x1 ? Object.entries(r.capacity_1x1.peak_rss_mb).filter(([k]) => k.startsWith('deliver')).map(([, v]) => v as number) : [];
   if (deliverRss.length) rows.push(['deliver RSS ≤ 200 MB at concurrency 64', `${Math.max(...deliverRss)} MB`, Math.max(...deliverRss) <= 200]);

@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: real notice-service processes against the local MariaDB, a private redis-server and fake-im
  * (answering after 20 ms, like a regional API). Prints a markdown table and writes bench/report.{md,json}.
- * BENCH_SMOKE=1 runs every phase tiny (seconds) to keep the bench working in CI; BENCH_ONLY=a,b picks phases;
+ * BENCH_SMOKE=1 runs every phase tiny (seconds) to keep the bench working in CI; BENCH_ONLY=a,b picks phases (capacity, baseline, latency, latency_limited, ratelimit, recovery, growth, sparse, footprint);
  * BENCH_RUNS sets the repetitions whose median is reported.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -12,6 +12,7 @@ import { preload, steadyStream } from './writer.ts';
 import { runBaseline } from './baseline.ts';
 import { median, percentile } from './proc-stats.ts';
 import { runGrowth } from './growth.ts';
+import { runSparse } from './sparse.ts';
 import { FakeRocketMqProxy } from '../test/helpers/fake-rocketmq-proxy.ts';
 import { kick, mqBody } from '../test/helpers/room.ts';
 import { waitFor } from '../test/helpers/env.ts';
@@ -327,6 +328,11 @@ if (want('recovery')) {
 if (want('growth')) {
   log('growth: poll and reconciler pass at 10k and at 2M rows');
   report.growth = await runGrowth(SMOKE ? [10_000, 50_000] : [10_000, 2_000_000], log);
+}
+
+if (want('sparse')) {
+  log('sparse: poll cost with ids stepping by 7 against the dense case');
+  report.sparse = await runSparse(SMOKE ? 5_000 : 100_000, log);
 }
 
 if (want('footprint')) {
