@@ -2,7 +2,7 @@
  * notice-service's own tables. These are the only tables it writes; owner outboxes are read-only to it.
  * SQL is generated from this file by drizzle-kit (`npm run db:generate`) into drizzle/migrations/.
  */
-import { bigint, customType, index, int, mediumtext, mysqlTable, primaryKey, uniqueIndex, varchar } from 'drizzle-orm/mysql-core';
+import { bigint, customType, index, int, mediumtext, mysqlTable, primaryKey, uniqueIndex, varbinary, varchar } from 'drizzle-orm/mysql-core';
 
 /** Raw message bytes, which need not be valid UTF-8. */
 const mediumblob = customType<{ data: Buffer }>({ dataType: () => 'mediumblob' });
@@ -12,11 +12,15 @@ export const noticeDeliveryEvents = mysqlTable(
   'notice_delivery_events',
   {
     sourceName: varchar('source_name', { length: 64 }).notNull(),
-    appCode: varchar('app_code', { length: 32 }).notNull(),
-    sourceEventId: varchar('source_event_id', { length: 191 }).notNull(),
+    // The owner's identifiers are compared byte for byte: a case-, accent-, width- or pad-insensitive collation
+    // would fold two distinct outbox events (`ss`/`ß`, `x`/`x `) into one ledger row and drop the second. UTF-8 text
+    // in VARBINARY, decoded by the pool (src/platform/mysql.ts); lengths are the owner's columns in bytes (×4).
+    appCode: varbinary('app_code', { length: 128 }).notNull(),
+    sourceEventId: varbinary('source_event_id', { length: 764 }).notNull(),
     channel: varchar('channel', { length: 32 }).notNull(),
     eventType: varchar('event_type', { length: 64 }).notNull(),
-    userId: varchar('user_id', { length: 64 }).notNull(),
+    /** The recipient (Tencent UserID, ≤ 32 bytes); '' on a malformed row whose recipient was not valid. */
+    userId: varbinary('user_id', { length: 256 }).notNull(),
     /** pending | delivering | delivered | retryable | failed */
     status: varchar('status', { length: 16 }).notNull(),
     /** The notice kind (TIMCustomElem.Ext): wallet_notice, vip_notice, room_notice. */

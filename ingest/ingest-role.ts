@@ -80,6 +80,10 @@ export class IngestRole implements Role {
     await Promise.all([...this.pollers.map((p) => p.stop()), ...this.consumers.map((c) => c.stop())]);
   }
 
+  health(): Record<string, string> {
+    return Object.fromEntries(this.pollers.map((p) => [`source:${p.sourceName}`, p.health()]));
+  }
+
   isRunning(): boolean {
     return this.running && this.pollers.every((p) => p.isRunning) && this.consumers.every((c) => c.isRunning);
   }

@@ -46,13 +46,13 @@ describe('health and metrics', () => {
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
     const ready = await fetch(`${url}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ ready: true, checks: { mysql: 'ok', redis: 'ok', 'role:ingest': 'ok', 'role:deliver': 'ok' } });
+    expect(await ready.json()).toEqual({ ready: true, checks: { mysql: 'ok', redis: 'ok', 'role:ingest': 'ok', 'role:deliver': 'ok', 'source:wallet_outbox': 'ok' } });
     expect(await grpcCheck(grpcPort)).toBe('SERVING');
 
     const metrics = await (await fetch(`${url}/metrics`)).text();
     expect(metrics).toContain('notice_ingest_events_total{source="wallet_outbox",event_type="WalletBalanceChanged",result="ingested"} 3');
     expect(metrics).toContain('notice_ingest_events_total{source="wallet_outbox",event_type="WalletBalanceChanged",result="malformed"} 1');
-    expect(metrics).toContain('notice_ingest_events_total{source="wallet_outbox",event_type="WalletFrozen",result="skipped"} 1');
+    expect(metrics).toContain('notice_ingest_events_total{source="wallet_outbox",event_type="other",result="skipped"} 1');
     expect(metrics).toContain('notice_deliveries_total{source="wallet_outbox",notice_kind="wallet_notice",outcome="delivered",error_code=""} 2');
     expect(metrics).toContain('notice_deliveries_total{source="wallet_outbox",notice_kind="wallet_notice",outcome="failed",error_code="90012"} 1');
     expect(metrics).toContain('notice_deliveries_total{source="wallet_outbox",notice_kind="wallet_notice",outcome="retryable",error_code="70500"} 1');

@@ -5,6 +5,8 @@ export interface Role {
   /** Stop taking new work and finish or release in-flight work. */
   stop(): Promise<void>;
   isRunning(): boolean;
+  /** Named checks for readiness beyond "running" (e.g. a source that stopped advancing); 'ok' when healthy. */
+  health?(): Record<string, string>;
 }
 
 /** A role that cannot run with this config; the message says which key to change. */

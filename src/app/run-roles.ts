@@ -9,6 +9,7 @@ import type { DeliverRole } from '../../deliver/deliver-role.ts';
 import type { DashboardRole } from '../../dashboard/dashboard-role.ts';
 import { withDeadline, type Role } from './role.ts';
 import { NoticeMetrics } from '../observability/metrics.ts';
+import { describeError } from '../platform/errors.ts';
 import { HealthServer, type Readiness } from '../observability/health-server.ts';
 import { DELIVER_QUEUE_NAME } from '../../queues/deliver-queue.ts';
 
@@ -61,7 +62,7 @@ export async function buildProcess(config: NoticeConfig, roleNames: readonly Rol
     const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed', 'prioritized');
     for (const [state, n] of Object.entries(counts)) metrics.queueJobs.set({ queue: DELIVER_QUEUE_NAME, state }, n);
   });
-  const readiness = () => checkReadiness(pool, producerRedis, roles);
+  const readiness = () => checkReadiness(pool, producerRedis, roles, logger);
   const health = new HealthServer({ httpPort: config.health.http_port, grpcPort: config.health.grpc_port, metrics, readiness, logger });
 
   return {
@@ -105,20 +106,25 @@ export async function runRoles(config: NoticeConfig, roleNames: readonly RoleNam
 }
 
 /** Ready = MySQL and Redis answer within a second and every role of this process is running. */
-export async function checkReadiness(pool: Pool, redis: Redis, roles: readonly Role[]): Promise<Readiness> {
-  const probe = async (what: () => Promise<unknown>) => {
+export async function checkReadiness(pool: Pool, redis: Redis, roles: readonly Role[], logger?: Logger): Promise<Readiness> {
+  // The answer is unauthenticated: a driver's message (user, host) goes to the log, not into it.
+  const probe = async (name: string, what: () => Promise<unknown>) => {
     try {
       await withDeadline(what(), 1000, 'probe');
       return 'ok';
     } catch (err) {
-      return `down: ${(err as Error).message.slice(0, 200)}`;
+      logger?.warn({ check: name, err: describeError(err) }, 'readiness check failed');
+      return 'down (the process log says why)';
     }
   };
   const checks: Record<string, string> = {
-    mysql: await probe(() => pool.query('SELECT 1')),
-    redis: await probe(() => redis.ping()),
+    mysql: await probe('mysql', () => pool.query('SELECT 1')),
+    redis: await probe('redis', () => redis.ping()),
   };
-  for (const role of roles) checks[`role:${role.name}`] = role.isRunning() ? 'ok' : 'not running';
+  for (const role of roles) {
+    checks[`role:${role.name}`] = role.isRunning() ? 'ok' : 'not running';
+    Object.assign(checks, role.health?.() ?? {});
+  }
   return { ready: Object.values(checks).every((v) => v === 'ok'), checks };
 }
 

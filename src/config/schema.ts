@@ -19,6 +19,8 @@ const outboxWorker = z.strictObject({
    * than we guessed is still delivered.
    */
   late_commit_horizon: durationMs.default(24 * 3600 * 1000),
+  /** A source whose polls have failed for this long turns readiness and notice_ingest_stalled red. */
+  stall_threshold: durationMs.default(60_000),
   /**
    * Where a source with no saved cursor starts: `earliest` sends every row already in the outbox, `latest` only
    * rows committed from now on (for a first deployment on an outbox with history). A saved cursor always wins.

@@ -3,6 +3,7 @@ import type { LedgerRepository } from '../ledger/repository.ts';
 import type { LedgerKey, NewLedgerRow } from '../ledger/types.ts';
 import type { MappedEvent } from '../notices/types.ts';
 import type { NoticeMetrics } from '../observability/metrics.ts';
+import { clipText, isDataError, keyProblem, recipientProblem, substituteKey } from './fact-validation.ts';
 
 /** One source fact, mapped by its notice module, with its ledger identity. */
 export interface SourceFact {
@@ -10,6 +11,8 @@ export interface SourceFact {
   mapped: MappedEvent;
   sourceRowId: number | null;
   sourceCreatedAtMs: number | null;
+  /** Why the fact cannot be delivered whatever its mapping says (identity.problem): it is recorded as malformed. */
+  problem?: string;
 }
 
 export interface PendingDelivery {
@@ -44,16 +47,18 @@ export class FactRecorder {
     const counts: RecordCounts = { ingested: 0, skipped: 0, malformed: 0 };
     const rows: NewLedgerRow[] = [];
     const pending: PendingDelivery[] = [];
-    for (const { key, mapped, sourceRowId, sourceCreatedAtMs } of facts) {
-      this.metrics?.ingestEvents.inc({ source: key.sourceName, event_type: mapped.eventType.slice(0, 64) || 'unknown', result: mapped.kind === 'notice' ? 'ingested' : mapped.kind === 'skip' ? 'skipped' : 'malformed' });
+    for (const fact of facts) {
+      const { key, mapped, sourceRowId, sourceCreatedAtMs } = checkFact(fact);
+      // Owner strings are unbounded: a label per known type, everything else one series.
+      this.metrics?.ingestEvents.inc({ source: key.sourceName, event_type: mapped.kind === 'skip' ? 'other' : mapped.eventType, result: mapped.kind === 'notice' ? 'ingested' : mapped.kind === 'skip' ? 'skipped' : 'malformed' });
       if (mapped.kind === 'skip') {
         counts.skipped++;
         continue;
       }
-      const base = { ...key, eventType: mapped.eventType, userId: mapped.userId.slice(0, 64), noticeKind: mapped.noticeKind, sourceRowId, sourceCreatedAtMs };
+      const base = { ...key, eventType: mapped.eventType, userId: mapped.userId, noticeKind: mapped.noticeKind, sourceRowId, sourceCreatedAtMs };
       if (mapped.kind === 'malformed') {
         counts.malformed++;
-        this.logger.warn({ source: key.sourceName, event_id: key.sourceEventId, source_row_id: sourceRowId, reason: mapped.reason }, 'malformed source event recorded as failed');
+        this.logger.warn({ source: key.sourceName, event_id: clipText(key.sourceEventId, 200), source_row_id: sourceRowId, reason: mapped.reason }, 'malformed source event recorded as failed');
         rows.push({ ...base, status: 'failed', payload: null, lastErrorCode: 'MALFORMED', lastError: mapped.reason });
       } else {
         counts.ingested++;
@@ -62,7 +67,7 @@ export class FactRecorder {
       }
     }
     try {
-      if (rows.length > 0) await this.ledger.insertIfAbsent(rows, this.now());
+      if (rows.length > 0) await this.insertIsolating(rows, pending);
       if (pending.length > 0) await this.enqueue(pending);
     } catch (err) {
       if (facts[0]) this.metrics?.enqueueErrors.inc({ source: facts[0].key.sourceName });
@@ -70,4 +75,47 @@ export class FactRecorder {
     }
     return counts;
   }
+
+  /**
+   * One statement for the batch; if the server refuses a value in it, row by row, and a row still refused becomes a
+   * failed row holding only its key and the server's reason. Infrastructure errors throw as they are.
+   */
+  private async insertIsolating(rows: NewLedgerRow[], pending: PendingDelivery[]): Promise<void> {
+    try {
+      await this.ledger.insertIfAbsent(rows, this.now());
+      return;
+    } catch (err) {
+      if (!isDataError(err) || rows.length === 0) throw err;
+    }
+    for (const row of rows) {
+      try {
+        await this.ledger.insertIfAbsent([row], this.now());
+      } catch (err) {
+        if (!isDataError(err)) throw err;
+        const reason = `the ledger refused this row: ${clipText((err as Error).message, 300)}`;
+        this.logger.warn({ source: row.sourceName, event_id: clipText(row.sourceEventId, 200), source_row_id: row.sourceRowId, reason }, 'source event recorded as failed');
+        // Only the key (already checked to fit) and fixed values: nothing of the refused row can be refused again.
+        await this.ledger.insertIfAbsent([{ ...row, eventType: clipText(row.eventType, 64), userId: '', noticeKind: '', status: 'failed', payload: null, lastErrorCode: 'MALFORMED', lastError: reason, sourceRowId: null, sourceCreatedAtMs: null }], this.now());
+        const at = pending.findIndex((p) => p.key.sourceEventId === row.sourceEventId && p.key.appCode === row.appCode);
+        if (at >= 0) pending.splice(at, 1);
+      }
+    }
+  }
+}
+
+/**
+ * The per-fact checks before anything reaches the ledger: an identity problem or an invalid recipient turns the fact
+ * into a malformed one (with a substitute key when its own does not fit), so it is visible and the batch goes on.
+ */
+export function checkFact(fact: SourceFact): SourceFact {
+  const { mapped } = fact;
+  if (mapped.kind === 'skip') return fact;
+  const keyIssue = keyProblem(fact.key.appCode, fact.key.sourceEventId);
+  const key = keyIssue ? substituteKey(fact.key) : fact.key;
+  const recipientIssue = mapped.kind === 'notice' ? recipientProblem(mapped.userId) : null;
+  const problem = [fact.problem, keyIssue, recipientIssue].filter((p): p is string => !!p).join('; ');
+  const userId = recipientProblem(mapped.userId) === null ? mapped.userId : '';
+  if (!problem) return mapped.kind === 'malformed' ? { ...fact, mapped: { ...mapped, userId } } : fact;
+  const reason = clipText(mapped.kind === 'malformed' ? `${problem}; ${mapped.reason}` : problem, 1000);
+  return { ...fact, key, mapped: { kind: 'malformed', eventType: mapped.eventType, userId, noticeKind: mapped.noticeKind, reason } };
 }

@@ -3,6 +3,7 @@ import type { ResultSetHeader, RowDataPacket } from 'mysql2';
 import type { LedgerKey, LedgerRow, NewLedgerRow } from './types.ts';
 import { retryOnDeadlock } from '../platform/deadlock-retry.ts';
 import { groupKeys } from './key-groups.ts';
+import { clipText } from '../platform/text.ts';
 import { inFlightSql, transitionGuard, type LedgerStatement } from './transitions.ts';
 
 const TABLE = 'notice_delivery_events';
@@ -14,7 +15,7 @@ function keyParams(key: LedgerKey): string[] {
 }
 
 function clip(text: string | null): string | null {
-  return text === null ? null : text.length > MAX_ERROR_LENGTH ? `${text.slice(0, MAX_ERROR_LENGTH - 1)}…` : text;
+  return text === null ? null : clipText(text, MAX_ERROR_LENGTH);
 }
 
 export type ClaimResult =

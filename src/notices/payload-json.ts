@@ -31,3 +31,14 @@ export function describeZodError(error: z.ZodError): string {
     .map((issue) => `${issue.path.length ? issue.path.join('.') : 'payload'}: ${issue.message}`)
     .join('; ');
 }
+
+/**
+ * The outbox row's payload as text, or why there is none to parse: the reader leaves out payloads over the raw
+ * limit and says their size (`payload_bytes`).
+ */
+export function rawPayloadText(row: Record<string, unknown>, maxBytes: number): { text: string } | { problem: string } {
+  const bytes = row.payload_bytes === null || row.payload_bytes === undefined ? null : Number(row.payload_bytes);
+  if (bytes !== null && bytes > maxBytes) return { problem: `payload is ${bytes} bytes; more than ${maxBytes} can never fit one IM message (12 KB), so it was not read` };
+  if (row.payload === null || row.payload === undefined) return { problem: 'payload is missing' };
+  return { text: typeof row.payload === 'string' ? row.payload : String(row.payload) };
+}

@@ -12,4 +12,6 @@ export interface SourceIdentity {
   appCode: string;
   sourceEventId: string;
   sourceCreatedAtMs: number | null;
+  /** Why this fact cannot be delivered whatever its payload says (an identifier that does not fit, a bad timestamp). */
+  problem?: string;
 }

@@ -34,8 +34,10 @@ export class NoticeMetrics {
   readonly watchedGapIds = new Gauge({ name: 'notice_ingest_watched_gap_ids', help: 'Outbox id holes past gap_grace still re-checked for late commits', labelNames: ['source'], registers: [this.registry] });
   readonly openGaps = new Gauge({ name: 'notice_ingest_open_gap_ids', help: 'Outbox ids below the cursor still waited for', labelNames: ['source'], registers: [this.registry] });
   readonly ingestLagMs = new Gauge({
-    name: 'notice_ingest_lag_ms', help: 'created_at_ms of the newest outbox row minus that of the newest row read', labelNames: ['source'], registers: [this.registry],
+    name: 'notice_ingest_lag_ms', help: 'Age (now minus created_at_ms) of the oldest outbox row not read yet; 0 when caught up', labelNames: ['source'], registers: [this.registry],
   });
+  readonly stalled = new Gauge({ name: 'notice_ingest_stalled', help: '1 while a source has not finished a poll for longer than stall_threshold (readiness is red too)', labelNames: ['source'], registers: [this.registry] });
+  readonly secondsSinceProgress = new Gauge({ name: 'notice_ingest_seconds_since_progress', help: 'Seconds since a poll of this source last finished without error', labelNames: ['source'], registers: [this.registry] });
   readonly rowsBehind = new Gauge({ name: 'notice_ingest_rows_behind', help: 'Newest outbox id minus the cursor high-water id', labelNames: ['source'], registers: [this.registry] });
   readonly backpressured = new Gauge({ name: 'notice_ingest_backpressured', help: '1 while this source reads no new rows because the deliver queue holds max_queued_jobs', labelNames: ['source'], registers: [this.registry] });
   readonly secondsSinceLastEvent = new Gauge({ name: 'notice_ingest_seconds_since_last_event', help: 'Seconds since ingest last recorded an event', labelNames: ['source'], registers: [this.registry] });

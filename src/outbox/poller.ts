@@ -7,7 +7,7 @@ import type { FactRecorder, SourceFact } from '../intake/fact-recorder.ts';
 import type { NoticeMetrics } from '../observability/metrics.ts';
 import { advanceCursor, countGapIds, type CursorState } from './gap-tracker.ts';
 import type { CursorStore } from './cursor-store.ts';
-import type { OutboxReader } from './reader.ts';
+import { OutboxIdTooLargeError, type OutboxReader } from './reader.ts';
 import type { OutboxSource } from './source.ts';
 import type { GapWatchStore } from './gap-watch-store.ts';
 import { LateCommitWatch } from './late-commit-watch.ts';
@@ -60,8 +60,6 @@ export interface OutboxPollerDeps {
 export class OutboxPoller {
   readonly stats: PollerStats = { polls: 0, rowsRead: 0, ingested: 0, skipped: 0, malformed: 0, gapsSkipped: 0, lateRows: 0, backpressuredPolls: 0, errors: 0, lastEventAtMs: null };
   private state: CursorState | null = null;
-  /** created_at_ms of the newest row read, for the lag gauge. */
-  private newestReadCreatedAtMs: number | null = null;
   private leaseUntilMs = 0;
   /** Look at the queue depth before the next read: only after a read that found rows, so an idle poll stays one query. */
   private checkDepth = true;
@@ -72,10 +70,14 @@ export class OutboxPoller {
   private readonly now: () => number;
   private readonly log: Logger;
   private readonly watch: LateCommitWatch;
+  /** When a poll last ended without error (caught up, read rows, or held back by backpressure). */
+  private lastProgressMs: number;
+  private lastError: { message: string; safe: boolean } | null = null;
 
   constructor(private readonly deps: OutboxPollerDeps) {
     this.now = deps.now ?? Date.now;
     this.log = deps.logger.child({ source: deps.source.sourceName });
+    this.lastProgressMs = this.now();
     this.watch = new LateCommitWatch({
       sourceName: deps.source.sourceName, store: deps.gapWatch, reader: deps.reader, gapGraceMs: deps.config.gap_grace,
       horizonMs: deps.config.late_commit_horizon, logger: this.log, metrics: deps.metrics,
@@ -91,13 +93,28 @@ export class OutboxPoller {
     if (state) metrics.openGaps.set({ source }, countGapIds(state.gaps));
     if (state) metrics.watchedGapIds.set({ source }, await this.deps.gapWatch.watchedIds(source));
     if (this.stats.lastEventAtMs !== null) metrics.secondsSinceLastEvent.set({ source }, (this.now() - this.stats.lastEventAtMs) / 1000);
+    const stalled = this.health() !== 'ok';
+    metrics.stalled.set({ source }, stalled ? 1 : 0);
+    metrics.secondsSinceProgress.set({ source }, (this.now() - this.lastProgressMs) / 1000);
     if (!state) return; // standing by: the lease holder reports lag
     const newest = await this.deps.reader.newest();
     if (!newest) return;
     metrics.rowsBehind.set({ source }, Math.max(0, newest.id - state.highWaterId));
-    if (newest.createdAtMs !== null && this.newestReadCreatedAtMs !== null) {
-      metrics.ingestLagMs.set({ source }, newest.id <= state.highWaterId ? 0 : Math.max(0, newest.createdAtMs - this.newestReadCreatedAtMs));
-    }
+    // Lag is the age of the oldest row not read yet: it grows while a source is stuck, whatever was read last.
+    const oldest = newest.id > state.highWaterId ? await this.deps.reader.oldestUnreadCreatedAt(state.highWaterId) : null;
+    metrics.ingestLagMs.set({ source }, oldest === null ? 0 : Math.max(0, this.now() - oldest));
+  }
+
+  get sourceName(): string {
+    return this.deps.source.sourceName;
+  }
+
+  /** 'ok', or why this source has not advanced for longer than stall_threshold (for readiness). */
+  health(): string {
+    const stalledMs = this.now() - this.lastProgressMs;
+    if (!this.running || stalledMs <= this.deps.config.stall_threshold) return 'ok';
+    const why = this.lastError ? (this.lastError.safe ? this.lastError.message : 'polls fail (the process log says why)') : 'no poll finished';
+    return `stalled for ${Math.round(stalledMs / 1000)} s: ${why}`;
   }
 
   get cursor(): CursorState | null {
@@ -133,10 +150,14 @@ export class OutboxPoller {
       try {
         const result = await this.pollOnce();
         failures = 0;
+        this.lastProgressMs = this.now();
+        this.lastError = null;
         delay = result.full ? 0 : Math.max(0, this.deps.config.poll_interval - (this.now() - startedMs));
       } catch (err) {
         failures++;
         this.stats.errors++;
+        // Only our own messages may reach the unauthenticated readiness answer; a driver's names users and hosts.
+        this.lastError = { message: (err as Error).message, safe: err instanceof OutboxIdTooLargeError };
         // MySQL or Redis is unavailable: nothing advanced; wait longer each time, up to 30 s, then retry.
         delay = Math.min(30_000, this.deps.config.poll_interval * 2 ** Math.min(failures, 6));
         this.log.warn({ err: describeError(err), retry_in_ms: delay }, 'outbox poll failed; cursor not advanced');
@@ -158,8 +179,6 @@ export class OutboxPoller {
     this.checkDepth = holdBack || newRows.length > 0;
     const filled = state.gaps.length > 0 ? await reader.readGaps(state.gaps, config.batch_size) : [];
     const rows = [...filled, ...newRows];
-    const last = newRows[newRows.length - 1];
-    if (last && last.created_at_ms !== null && last.created_at_ms !== undefined) this.newestReadCreatedAtMs = Number(last.created_at_ms);
     this.stats.rowsRead += rows.length;
 
     if (rows.length > 0) await this.recordRows(rows);
@@ -181,6 +200,8 @@ export class OutboxPoller {
       }
     }
     this.stats.lateRows += await this.watch.checkDue(this.now(), (late) => this.recordRows(late));
+    const blocked = reader.blockedId();
+    if (blocked !== null) throw new OutboxIdTooLargeError(blocked);
     return { leader: true, newRows: newRows.length, filledGaps: filled.length, full: newRows.length === config.batch_size };
   }
 
@@ -195,6 +216,7 @@ export class OutboxPoller {
         mapped: source.map(row, recordedAtMs),
         sourceRowId: row.id,
         sourceCreatedAtMs: identity.sourceCreatedAtMs,
+        ...(identity.problem ? { problem: identity.problem } : {}),
       };
     });
     const counts = await recorder.record(facts);

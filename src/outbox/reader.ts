@@ -1,5 +1,6 @@
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { quoteIdentifier } from '../platform/mysql.ts';
+import { LIMITS } from '../intake/fact-validation.ts';
 import type { OutboxRow } from '../notices/types.ts';
 import type { GapRange } from './gap-tracker.ts';
 import type { IdRange } from './gap-watch.ts';
@@ -12,9 +13,14 @@ const MAX_GAP_RANGES_PER_QUERY = 200;
 export class OutboxReader {
   private readonly select: string;
   private readonly table: string;
+  private blockedAt: string | null = null;
 
   constructor(private readonly pool: Pool, source: OutboxSource) {
-    const columns = ['id', ...source.columns].map(quoteIdentifier).join(', ');
+    // A payload is fetched only when it could fit one IM message; its size always comes along, so an 8 MB payload is
+    // neither transferred nor parsed (payload_bytes tells the mapping why it is missing).
+    const columns = ['id', ...source.columns]
+      .map((c) => (c === 'payload' ? `IF(LENGTH(payload) > ${LIMITS.rawPayloadBytes}, NULL, payload) AS payload, LENGTH(payload) AS payload_bytes` : quoteIdentifier(c)))
+      .join(', ');
     this.table = `${quoteIdentifier(source.database)}.${quoteIdentifier(source.table)}`;
     this.select = `SELECT ${columns} FROM ${this.table}`;
   }
@@ -22,7 +28,15 @@ export class OutboxReader {
   /** One statement, hence one snapshot: ids missing between the returned ones are real holes at that moment. */
   async readAfter(highWaterId: number, limit: number): Promise<OutboxRow[]> {
     const [rows] = await this.pool.query<RowDataPacket[]>(`${this.select} WHERE id > ? ORDER BY id LIMIT ?`, [highWaterId, limit]);
-    return rows.map(toOutboxRow);
+    // Rows come in id order: the ones below an id too large to hold exactly are still read; the source stops there.
+    const firstUnsafe = rows.findIndex((r) => !Number.isSafeInteger(Number(r.id)));
+    this.blockedAt = firstUnsafe >= 0 ? String(rows[firstUnsafe]!.id) : null;
+    return (firstUnsafe >= 0 ? rows.slice(0, firstUnsafe) : rows).map(toOutboxRow);
+  }
+
+  /** The id past 2^53 the last readAfter stopped at, if any. */
+  blockedId(): string | null {
+    return this.blockedAt;
   }
 
   /** The newest row's id and creation time, for lag metrics (a primary-key read). */
@@ -33,6 +47,13 @@ export class OutboxReader {
   }
 
   /** Rows inside id ranges (open holes, or watched ones), by primary key; the first 200 ranges per statement. */
+  /** created_at_ms of the first row above the cursor (a primary-key read), for the lag gauge; null if none or unset. */
+  async oldestUnreadCreatedAt(highWaterId: number): Promise<number | null> {
+    const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT created_at_ms FROM ${this.table} WHERE id > ? ORDER BY id LIMIT 1`, [highWaterId]);
+    const value = rows[0]?.created_at_ms;
+    return typeof value === 'number' && Number.isSafeInteger(value) ? value : null;
+  }
+
   async readGaps(gaps: ReadonlyArray<GapRange | IdRange>, limit: number): Promise<OutboxRow[]> {
     const ranges = gaps.slice(0, MAX_GAP_RANGES_PER_QUERY);
     if (ranges.length === 0) return [];
@@ -45,8 +66,17 @@ export class OutboxReader {
   }
 }
 
+/** Thrown when an outbox id cannot be held exactly; the source stops there and readiness says so. */
+export class OutboxIdTooLargeError extends Error {
+  constructor(id: unknown) {
+    super(`outbox id ${String(id)} is beyond 2^53 (${Number.MAX_SAFE_INTEGER}), which notice-service cannot track exactly; ` +
+      'the owner contract keeps AUTO_INCREMENT ids below it (README, owner table contract). The source stops before that row: ' +
+      'reset the owner table\'s AUTO_INCREMENT below 2^53 and re-insert the row with a smaller id');
+  }
+}
+
 function toOutboxRow(row: RowDataPacket): OutboxRow {
   const id = Number(row.id);
-  if (!Number.isSafeInteger(id)) throw new Error(`outbox id ${String(row.id)} is beyond 2^53`);
+  if (!Number.isSafeInteger(id)) throw new OutboxIdTooLargeError(row.id);
   return { ...row, id } as OutboxRow;
 }

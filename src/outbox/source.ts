@@ -1,4 +1,5 @@
 import type { MappedEvent, OutboxRow, SourceIdentity } from '../notices/types.ts';
+import { keyProblem, timestampProblem } from '../intake/fact-validation.ts';
 
 /**
  * An owner outbox table the poller can read. The cursor machinery knows nothing of domains: a notice module
@@ -15,13 +16,19 @@ export interface OutboxSource {
   map(row: OutboxRow, recordedAtMs: number): MappedEvent;
 }
 
-/** Fallback identity for rows whose event_id or app_code is missing, so even they get a ledger row. */
+/**
+ * The ledger identity of an outbox row. A row whose event_id or app_code is missing or does not fit gets a stable
+ * substitute key (`<table>-row-<id>`) and a `problem`, so it still gets its own failed ledger row; nothing is cut.
+ */
 export function identifyOutboxRow(sourceTable: string, row: OutboxRow): SourceIdentity {
-  const eventId = typeof row.event_id === 'string' && row.event_id !== '' ? row.event_id : `${sourceTable}-row-${row.id}`;
-  const createdAt = row.created_at_ms === null || row.created_at_ms === undefined ? null : Number(row.created_at_ms);
+  const appCode = typeof row.app_code === 'string' ? row.app_code : '';
+  const eventId = typeof row.event_id === 'string' ? row.event_id : '';
+  const problems = [keyProblem(appCode, eventId), timestampProblem('created_at_ms', row.created_at_ms)].filter((p): p is string => p !== null);
+  const keyOk = keyProblem(appCode, eventId) === null;
   return {
-    appCode: typeof row.app_code === 'string' ? row.app_code : '',
-    sourceEventId: eventId.slice(0, 191),
-    sourceCreatedAtMs: createdAt !== null && Number.isFinite(createdAt) ? createdAt : null,
+    appCode: keyOk ? appCode : '',
+    sourceEventId: keyOk ? eventId : `${sourceTable}-row-${row.id}`,
+    sourceCreatedAtMs: typeof row.created_at_ms === 'number' && Number.isSafeInteger(row.created_at_ms) ? row.created_at_ms : null,
+    ...(problems.length > 0 && !(eventId === '' && problems.length === 1) ? { problem: problems.join('; ') } : {}),
   };
 }

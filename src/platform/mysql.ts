@@ -6,8 +6,15 @@ export type { Pool };
  * One pool per process. JSON columns come back as text (MySQL 8 would otherwise JSON.parse them and round
  * int64 values); BIGINT columns come back as numbers when safe and as strings when not.
  */
+/** The ledger's byte-exact identifier columns (VARBINARY, see drizzle/schema.ts), read back as UTF-8 text. */
+const BINARY_TEXT_COLUMNS = new Set(['app_code', 'source_event_id', 'user_id']);
+
+const typeCast: NonNullable<PoolOptions['typeCast']> = (field, next) =>
+  (field.type === 'VAR_STRING' || field.type === 'STRING') && BINARY_TEXT_COLUMNS.has(field.name) ? field.string('utf8') : next();
+
 export function createMysqlPool(url: string, size: number, extra: Partial<PoolOptions> = {}): Pool {
   return mysql.createPool({
+    typeCast,
     uri: url,
     connectionLimit: size,
     maxIdle: size,

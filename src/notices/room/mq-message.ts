@@ -1,5 +1,6 @@
 import { CHANNEL_TENCENT_IM_C2C } from '../../ledger/types.ts';
 import type { SourceFact } from '../../intake/fact-recorder.ts';
+import { LIMITS } from '../../intake/fact-validation.ts';
 import { describeZodError, parsePayloadJson } from '../payload-json.ts';
 import { mapRoomFact, ROOM_SOURCE_NAME } from './mapping.ts';
 import { roomFactEnvelope } from './payloads.ts';
@@ -11,6 +12,8 @@ export type ParsedRoomMessage = { kind: 'fact'; fact: SourceFact } | { kind: 'po
  * the same ledger fact the room_outbox poller produces, so both entries meet on one ledger key.
  */
 export function parseRoomMqMessage(body: Buffer, recordedAtMs: number): ParsedRoomMessage {
+  // Checked before any parse: a huge body would block the event loop for a message that can never be sent.
+  if (body.length > LIMITS.rawPayloadBytes) return { kind: 'poison', reason: `body is ${body.length} bytes; more than ${LIMITS.rawPayloadBytes} can never fit one IM message` };
   const text = body.toString('utf8');
   if (Buffer.compare(Buffer.from(text, 'utf8'), body) !== 0) return { kind: 'poison', reason: 'body is not valid UTF-8' };
   let raw: unknown;

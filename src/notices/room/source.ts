@@ -1,6 +1,7 @@
 import { identifyOutboxRow, type OutboxSource } from '../../outbox/source.ts';
 import type { MappedEvent, OutboxRow } from '../types.ts';
-import { describeZodError } from '../payload-json.ts';
+import { describeZodError, rawPayloadText } from '../payload-json.ts';
+import { LIMITS } from '../../intake/fact-validation.ts';
 import { mapRoomFact, ROOM_NOTICE, ROOM_SOURCE_NAME } from './mapping.ts';
 import { roomFactEnvelope } from './payloads.ts';
 
@@ -18,13 +19,16 @@ export function roomOutboxSource(roomDatabase: string): OutboxSource {
 
 function mapRoomOutboxRow(row: OutboxRow, recordedAtMs: number): MappedEvent {
   const eventType = typeof row.event_type === 'string' ? row.event_type : '';
+  if (eventType !== 'RoomUserKicked') return { kind: 'skip', eventType };
+  const text = rawPayloadText(row, LIMITS.rawPayloadBytes);
+  if ('problem' in text) return { kind: 'malformed', eventType, userId: '', noticeKind: ROOM_NOTICE, reason: text.problem };
   // Columns come as plain values; only a kick needs to be well-formed, other room events are skipped.
   const envelope = roomFactEnvelope.safeParse({
     event_id: row.event_id,
     event_type: eventType,
     app_code: row.app_code,
     room_id: row.room_id ?? '',
-    payload: row.payload,
+    payload: text.text,
     created_at_ms: row.created_at_ms === null || row.created_at_ms === undefined ? null : Number(row.created_at_ms),
   });
   if (!envelope.success) {

@@ -1,5 +1,6 @@
 import type { MappedEvent, OutboxRow } from '../types.ts';
-import { describeZodError, parsePayloadJson } from '../payload-json.ts';
+import { describeZodError, parsePayloadJson, rawPayloadText } from '../payload-json.ts';
+import { LIMITS } from '../../intake/fact-validation.ts';
 import { toNotice } from '../notice-event.ts';
 import { vipActivatedPayload, walletBalanceChangedPayload } from './payloads.ts';
 
@@ -25,9 +26,11 @@ export function mapWalletOutboxRow(row: OutboxRow, recordedAtMs: number): Mapped
   if (userId === '') return malformed('user_id is missing');
   if (typeof row.event_id !== 'string' || row.event_id === '') return malformed('event_id is missing');
   if (typeof row.app_code !== 'string' || row.app_code === '') return malformed('app_code is missing');
+  const text = rawPayloadText(row, LIMITS.rawPayloadBytes);
+  if ('problem' in text) return malformed(text.problem);
   let raw: unknown;
   try {
-    raw = parsePayloadJson(typeof row.payload === 'string' ? row.payload : String(row.payload ?? ''));
+    raw = parsePayloadJson(text.text);
   } catch (err) {
     return malformed(`payload is not valid JSON: ${(err as Error).message.slice(0, 200)}`);
   }
@@ -36,7 +39,7 @@ export function mapWalletOutboxRow(row: OutboxRow, recordedAtMs: number): Mapped
     event_id: row.event_id,
     app_code: row.app_code,
   };
-  const sourceCreatedAtMs = row.created_at_ms === null || row.created_at_ms === undefined ? null : Number(row.created_at_ms);
+  const sourceCreatedAtMs = typeof row.created_at_ms === 'number' && Number.isSafeInteger(row.created_at_ms) ? row.created_at_ms : null;
   let payload: Record<string, unknown>;
   if (eventType === 'WalletBalanceChanged') {
     const parsed = walletBalanceChangedPayload.safeParse(raw);
