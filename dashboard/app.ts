@@ -12,18 +12,24 @@ import type { DeliverJobData } from '../queues/deliver-queue.ts';
 import { basicAuth } from './auth.ts';
 import { ledgerApi } from './ledger-api.ts';
 import { noticesPage } from './notices-page.ts';
+import { errorHandler, loginThrottle, refusePipelineMutations, sameOriginWrites, securityHeaders, withoutThirdPartyAssets } from './security.ts';
+import { pino, type Logger } from 'pino';
 
 /**
  * The operator dashboard: bull-board for every notice queue and the ledger page, all under one base path and all
  * behind authentication (the only way off is an explicit local config).
  */
-export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Array<Queue<DeliverJobData>>): express.Express {
+export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Array<Queue<DeliverJobData>>, logger: Logger = pino({ level: 'silent' })): express.Express {
   const settings = config.dashboard;
   const base = settings.base_path;
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  if (settings.auth.enabled) app.use(basicAuth(settings.auth.username, settings.auth.password));
+  // Behind the documented TLS proxy the client address is the proxy's; per-client throttling then needs trust proxy
+  // set by the deployment, so it is left off here (docs/security.md).
+  app.use(securityHeaders());
+  if (settings.auth.enabled) app.use(loginThrottle(logger, settings.auth.max_failed_logins), basicAuth(settings.auth.username, settings.auth.password, logger));
+  app.use(sameOriginWrites(logger));
 
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(`${base}/queues`);
@@ -47,7 +53,7 @@ export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Arr
       },
     },
   });
-  app.use(`${base}/queues`, serverAdapter.getRouter());
+  app.use(`${base}/queues`, refusePipelineMutations(), withoutThirdPartyAssets(), serverAdapter.getRouter());
 
   const policyFor = sourcePolicy(config);
   app.use(`${base}/api/notices`, ledgerApi({
@@ -58,10 +64,8 @@ export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Arr
     maxRetryFor: (source) => policyFor(source).maxRetryCount,
   }));
   const page = noticesPage({ apiPath: `${base}/api/notices`, queuesPath: `${base}/queues`, environment: settings.environment, readOnly: settings.read_only });
-  app.get(`${base}/notices`, (_req, res) => void res.type('html').send(page));
+  app.get(`${base}/notices`, (_req, res) => void res.type('html').send(page.replace('<script>', `<script nonce="${res.locals.cspNonce}">`)));
   app.get(['/', base], (_req, res) => res.redirect(`${base}/queues`));
-  app.use((err: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
-    res.status(500).json({ error: err.message.slice(0, 300) });
-  });
+  app.use(errorHandler(logger));
   return app;
 }

@@ -20,13 +20,13 @@ export class DashboardRole implements Role {
   }
 
   async start(): Promise<void> {
-    const app = createDashboardApp(this.config, this.pool, [this.queue]);
+    const app = createDashboardApp(this.config, this.pool, [this.queue], this.logger);
     await new Promise<void>((resolve, reject) => {
-      const server = app.listen(this.config.dashboard.port, '0.0.0.0', (err?: Error) => (err ? reject(err) : resolve()));
+      const server = app.listen(this.config.dashboard.port, this.config.dashboard.host, (err?: Error) => (err ? reject(err) : resolve()));
       this.server = server;
     });
     this.port = (this.server!.address() as AddressInfo).port;
-    this.logger.info({ url: `http://127.0.0.1:${this.port}${this.config.dashboard.base_path}/queues`, read_only: this.config.dashboard.read_only, auth: this.config.dashboard.auth.enabled }, 'dashboard listening');
+    this.logger.info({ host: this.config.dashboard.host, url: `http://${this.config.dashboard.host === '0.0.0.0' ? '127.0.0.1' : this.config.dashboard.host}:${this.port}${this.config.dashboard.base_path}/queues`, read_only: this.config.dashboard.read_only, auth: this.config.dashboard.auth.enabled }, 'dashboard listening');
   }
 
   async stop(): Promise<void> {

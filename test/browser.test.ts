@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { mkdirSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
@@ -65,5 +67,51 @@ describe('dashboard in a real browser', () => {
     await page.locator('#total').filter({ hasText: '(0)' }).waitFor();
     await page.screenshot({ path: join(SCREENSHOT_DIR, 'notices-after-requeue.png') });
     expect((await ledgerStatusCounts(env.notice)).delivered).toBe(3);
+  });
+
+  it('a foreign page can neither write with the operator\'s credentials nor frame the dashboard; no request leaves the origin', async () => {
+    env = await createTestEnv({ dashboard: { port: 0, auth: { username: 'ops', password: 'browser-test-pass' }, environment: { label: 'staging', color: '#c05621' } } });
+    await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(1)]);
+    proc = await startPipeline(env.config, ['ingest', 'deliver', 'dashboard']);
+    await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 1);
+    const base = `http://127.0.0.1:${proc.dashboard!.port}/admin`;
+    // The attacker's origin: another port is another origin (and localhost another site than 127.0.0.1).
+    const evil = http.createServer((req, res) => {
+      res.setHeader('content-type', 'text/html');
+      if (req.url === '/frame') return void res.end(`<iframe id="f" src="${base}/notices"></iframe>`);
+      res.end(`<form id="x" method="POST" enctype="text/plain" action="${base}/queues/api/queues/deliver-tencent-im-c2c/add"><input name='{"name":"junk","data":{},"x":"' value='"}'></form>
+        <script>fetch(${JSON.stringify(`${base}/queues/api/queues/deliver-tencent-im-c2c/add`)}, { method: 'POST', mode: 'no-cors', credentials: 'include', headers: { 'content-type': 'text/plain' }, body: '{"name":"junk","data":{}}' }).finally(() => document.getElementById('x').submit());</script>`);
+    });
+    await new Promise<void>((resolve) => evil.listen(0, 'localhost', () => resolve()));
+    try {
+      browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+      const context = await browser.newContext({ httpCredentials: { username: 'ops', password: 'browser-test-pass' } });
+      const page = await context.newPage();
+      const thirdParty: string[] = [];
+      page.on('request', (r) => { if (!r.url().startsWith('http://127.0.0.1') && !r.url().startsWith('http://localhost') && !r.url().startsWith('data:')) thirdParty.push(r.url()); });
+      // The operator is logged in (credentials cached for the dashboard origin) and the board renders under its CSP.
+      await page.goto(`${base}/queues`);
+      await page.getByText('deliver-tencent-im-c2c').first().waitFor({ timeout: 15_000 });
+      const before = await proc.queue.getJobCountByTypes('wait', 'delayed', 'prioritized', 'completed', 'failed', 'active');
+      const attack = await context.newPage();
+      const responses: number[] = [];
+      attack.on('response', (r) => { if (r.url().endsWith('/add')) responses.push(r.status()); });
+      await attack.goto(`http://localhost:${(evil.address() as AddressInfo).port}/`);
+      await waitFor(async () => responses.length, (n) => n >= 1, 10_000, 'the forged requests answered');
+      await attack.waitForTimeout(500);
+      expect(responses.every((status) => status === 403)).toBe(true);
+      expect(await proc.queue.getJobCountByTypes('wait', 'delayed', 'prioritized', 'completed', 'failed', 'active')).toBe(before);
+      // The frame stays empty: the browser refuses to render the dashboard inside a foreign page.
+      const framer = await context.newPage();
+      await framer.goto(`http://localhost:${(evil.address() as AddressInfo).port}/frame`);
+      await framer.waitForTimeout(1000);
+      const frame = framer.frames().find((f) => f !== framer.mainFrame());
+      expect(frame).toBeDefined();
+      expect(await frame!.locator('header').count()).toBe(0);
+      expect(await framer.frameLocator('#f').locator('body').textContent().catch(() => '')).not.toContain('notice-service');
+      expect(thirdParty).toEqual([]);
+    } finally {
+      await new Promise((r) => evil.close(r));
+    }
   });
 });

@@ -17,7 +17,7 @@ const PASSWORD = 'correct-horse-battery';
 const auth = (user = 'ops', pass = PASSWORD) => ({ authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}` });
 
 async function setup(dashboard: Record<string, unknown> = {}) {
-  env = await createTestEnv({ dashboard: { port: 0, auth: { username: 'ops', password: PASSWORD }, environment: { label: 'test', color: '#b00020' }, ...dashboard } });
+  env = await createTestEnv({ dashboard: { port: 0, auth: { username: 'ops', password: PASSWORD, max_failed_logins: 1000 }, environment: { label: 'test', color: '#b00020' }, ...dashboard } });
   env.fakeIm.setFaults({ not_imported: ['10002'] });
   await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(1), balanceChanged(2)]);
   proc = await startPipeline(env.config, ['ingest', 'deliver', 'dashboard']);
@@ -106,5 +106,57 @@ describe('dashboard', () => {
     const bad = spawnNotice(['requeue', '--status', 'delivered', '--config', env!.configFile]);
     expect(await bad.exited).toBe(2);
     expect(bad.output()).toContain('only "failed"');
+  });
+});
+
+describe('dashboard hardening (plain HTTP)', () => {
+  it('sends no-frame, no-sniff, no-referrer and no-store headers on pages, bull-board and JSON, and no third-party asset', async () => {
+    const { base } = await setup();
+    for (const path of ['/queues', '/queues/api/queues', '/notices', '/api/notices/failed']) {
+      const res = await fetch(base + path, { headers: auth() });
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get('x-frame-options'), path).toBe('DENY');
+      expect(res.headers.get('content-security-policy'), path).toContain("frame-ancestors 'none'");
+      expect(res.headers.get('x-content-type-options'), path).toBe('nosniff');
+      expect(res.headers.get('referrer-policy'), path).toBe('no-referrer');
+      expect(res.headers.get('cache-control'), path).toBe('no-store');
+    }
+    const board = await (await fetch(`${base}/queues`, { headers: auth() })).text();
+    expect(board).not.toMatch(/https?:\/\//);
+    expect(board).toContain('static/js/');
+  });
+
+  it('refuses cross-site writes and non-JSON bodies; pipeline-corrupting bull-board calls are disabled', async () => {
+    const { base } = await setup();
+    const q = `${base}/queues/api/queues/deliver-tencent-im-c2c`;
+    const jobsBefore = await proc!.queue.getJobCountByTypes('wait', 'delayed', 'prioritized', 'completed', 'failed', 'active');
+    // What a foreign page's form or no-cors fetch sends with the browser's cached credentials.
+    const crossSite = await fetch(`${q}/add`, { method: 'POST', headers: { ...auth(), origin: 'http://evil.example', 'sec-fetch-site': 'cross-site', 'content-type': 'text/plain' }, body: '{"name":"junk","data":{}}' });
+    expect(crossSite.status).toBe(403);
+    const crossSiteRequeue = await fetch(`${base}/api/notices/requeue`, { method: 'POST', headers: { ...auth(), origin: 'http://evil.example', 'content-type': 'application/json' }, body: '{"keys":[]}' });
+    expect(crossSiteRequeue.status).toBe(403);
+    const plainText = await fetch(`${base}/api/notices/requeue`, { method: 'POST', headers: { ...auth(), 'content-type': 'text/plain' }, body: '{"keys":[]}' });
+    expect(plainText.status).toBe(415);
+    for (const [method, path] of [['POST', '/add'], ['PUT', '/obliterate'], ['PUT', '/empty'], ['PATCH', '/some-job/update-data'], ['PUT', '/concurrency'], ['PUT', '/rate-limit']] as const) {
+      const res = await fetch(q + path, { method, headers: { ...auth(), 'content-type': 'application/json', 'sec-fetch-site': 'same-origin' }, body: '{"name":"junk","data":{},"concurrency":1,"max":1,"duration":1000}' });
+      expect(res.status, path).toBe(403);
+      expect((await res.json()).error, path).toMatch(/disabled in notice-service/);
+    }
+    expect(await proc!.queue.getJobCountByTypes('wait', 'delayed', 'prioritized', 'completed', 'failed', 'active')).toBe(jobsBefore);
+    // Same-origin operator actions still work.
+    const retry = await fetch(`${q}/retry/failed`, { method: 'PUT', headers: { ...auth(), 'sec-fetch-site': 'same-origin' } });
+    expect(retry.status).toBeLessThan(500);
+  });
+
+  it('answers 400 to malformed JSON and 413 to an oversize body, accepts a lower-case scheme name, and throttles password guessing', async () => {
+    const { base } = await setup({ auth: { username: 'ops', password: PASSWORD, max_failed_logins: 5 } });
+    const post = (body: string) => fetch(`${base}/api/notices/requeue`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body });
+    expect((await post('{"keys": [')).status).toBe(400);
+    expect((await post(JSON.stringify({ keys: 'x'.repeat(300_000) }))).status).toBe(413);
+    const lower = await fetch(`${base}/api/notices/failed`, { headers: { authorization: auth().authorization.replace('Basic', 'basic') } });
+    expect(lower.status).toBe(200);
+    const statuses: number[] = [];
+    for (let i = 0; i < 7; i++) statuses.push((await fetch(`${base}/api/notices/failed`, { headers: auth('ops', `guess-${i}`) })).status);
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 429, 429]);
   });
 });

@@ -63,7 +63,7 @@ export async function buildProcess(config: NoticeConfig, roleNames: readonly Rol
     for (const [state, n] of Object.entries(counts)) metrics.queueJobs.set({ queue: DELIVER_QUEUE_NAME, state }, n);
   });
   const readiness = () => checkReadiness(pool, producerRedis, roles, logger);
-  const health = new HealthServer({ httpPort: config.health.http_port, grpcPort: config.health.grpc_port, metrics, readiness, logger });
+  const health = new HealthServer({ host: config.health.host, httpPort: config.health.http_port, grpcPort: config.health.grpc_port, metrics, readiness, logger });
 
   return {
     pool, queue, roles, ingest, deliver, dashboard, metrics, health, readiness,

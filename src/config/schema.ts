@@ -81,6 +81,8 @@ const rocketmq = z.strictObject({
 /** Operator dashboard: bull-board plus the ledger search/requeue page, behind basic auth. */
 const dashboard = z.strictObject({
   port: port.default(13200),
+  /** Address the dashboard listens on: loopback unless a deployment (compose, a pod behind a proxy) opens it. */
+  host: z.string().min(1).default('127.0.0.1'),
   base_path: z.string().regex(/^\/[A-Za-z0-9_\-/]*[A-Za-z0-9_\-]$/, 'must look like "/admin"').default('/admin'),
   environment: z.strictObject({ label: z.string().min(1).default('local'), color: z.string().default('#2e7d32') }).default(() => ({ label: 'local', color: '#2e7d32' })),
   /** Every queue read-only (bull-board readOnlyMode, enforced server-side) and requeue disabled. */
@@ -91,8 +93,10 @@ const dashboard = z.strictObject({
       enabled: z.boolean().default(true),
       username: z.string().default('admin'),
       password: z.string().default(''),
+      /** Failed logins per client address in 15 minutes before it gets 429s for the rest of the window. */
+      max_failed_logins: z.number().int().min(1).default(20),
     })
-    .default(() => ({ enabled: true, username: 'admin', password: '' })),
+    .default(() => ({ enabled: true, username: 'admin', password: '', max_failed_logins: 20 })),
 });
 
 export const configSchema = z.strictObject({
@@ -146,8 +150,9 @@ export const configSchema = z.strictObject({
     .default(() => ({ delivered: 30 * 24 * 3600 * 1000, failed: 0, purge_batch_size: 1000 })),
   dashboard: dashboard.default(() => dashboard.parse({})),
   health: z
-    .strictObject({ grpc_port: port.default(13009), http_port: port.default(13109) })
-    .default(() => ({ grpc_port: 13009, http_port: 13109 })),
+    // An orchestrator probes from outside the process's host: all interfaces by default; the answers hold no secrets.
+    .strictObject({ host: z.string().min(1).default('0.0.0.0'), grpc_port: port.default(13009), http_port: port.default(13109) })
+    .default(() => ({ host: '0.0.0.0', grpc_port: 13009, http_port: 13109 })),
   log: z
     .strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') })
     .default(() => ({ level: 'info' as const })),

@@ -11,6 +11,8 @@ export interface Readiness {
 }
 
 export interface HealthServerOptions {
+  /** Listen address (health.host). */
+  host?: string;
   httpPort: number;
   grpcPort: number;
   metrics: NoticeMetrics;
@@ -40,7 +42,7 @@ export class HealthServer {
       const server = http.createServer((req, res) => void this.route(req, res));
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
-        server.listen(httpPort, '0.0.0.0', () => resolve());
+        server.listen(httpPort, this.options.host ?? '0.0.0.0', () => resolve());
       });
       this.http = server;
       this.httpPort = (server.address() as AddressInfo).port;
@@ -53,7 +55,7 @@ export class HealthServer {
       const server = new grpc.Server();
       this.health.addToServer(server);
       this.grpcPort = await new Promise<number>((resolve, reject) =>
-        server.bindAsync(`0.0.0.0:${grpcPort}`, grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port))),
+        server.bindAsync(`${this.options.host ?? '0.0.0.0'}:${grpcPort}`, grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port))),
       );
       this.grpcServer = server;
     }
