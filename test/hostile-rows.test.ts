@@ -88,6 +88,15 @@ describe('hostile outbox rows: each one is its own failed row, never a stalled s
     expect(metrics).toMatch(/notice_ingest_lag_ms\{source="wallet_outbox"\} [1-9]/);
   });
 
+  it('300 junk event types make one metrics series, not 300', async () => {
+    env = await createTestEnv();
+    await insertWalletRows(env.owner, env.config.wallet_database, Array.from({ length: 300 }, (_, i) => ({ ...balanceChanged(i + 1), event_type: `Junk${i}` })));
+    proc = await startPipeline(env.config, ['ingest']);
+    await waitFor(async () => proc!.ingest!.pollers[0]!.stats.skipped, (n) => n === 300);
+    const series = (await proc.metrics.render()).split('\n').filter((l) => l.startsWith('notice_ingest_events_total{'));
+    expect(series).toEqual(['notice_ingest_events_total{source="wallet_outbox",event_type="other",result="skipped"} 300']);
+  });
+
   it('a row the ledger statement refuses is failed on its own and the rest of the batch goes on', async () => {
     env = await createTestEnv();
     const ledger = new LedgerRepository(env.notice);

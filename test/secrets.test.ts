@@ -1,3 +1,4 @@
+import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestEnv, waitFor, TEST_SECRET, type TestEnv } from './helpers/env.ts';
 import { balanceChanged, insertWalletRows, ledgerStatusCounts } from './helpers/outbox.ts';
@@ -73,6 +74,30 @@ describe('secrets never reach logs, errors or job data', () => {
       expect(text).toContain('mysql.url');
       expect(text).toContain('tencent_im.secret_key');
       for (const secret of ['Pa55w0rdSecret', 'RedisSecret99', '12345678']) expect(text).not.toContain(secret);
+    }
+  });
+
+  it('/readyz names no database user, host or password when MySQL refuses (the log has the driver message)', async () => {
+    const { createMysqlPool } = await import('../src/platform/mysql.ts');
+    const { checkReadiness } = await import('../src/app/run-roles.ts');
+    const { Redis } = await import('ioredis');
+    const { REDIS_URL } = await import('./helpers/env.ts');
+    // A real server refusing a real user: the driver's message says "Access denied for user 'readyz-probe'@'…'".
+    const pool = createMysqlPool('mysql://readyz-probe:Pr0beSecret@127.0.0.1:3306/nope', 1);
+    const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+    const logged: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void logged.push(line) });
+    try {
+      const readiness = await checkReadiness(pool, redis, [], logger);
+      expect(readiness.ready).toBe(false);
+      const body = JSON.stringify(readiness);
+      expect(readiness.checks.mysql).toBe('down (the process log says why)');
+      for (const leak of ['readyz-probe', 'Pr0beSecret', '127.0.0.1', 'Access denied']) expect(body).not.toContain(leak);
+      expect(logged.join('')).toContain('readiness check failed');
+      expect(logged.join('')).not.toContain('Pr0beSecret');
+    } finally {
+      await pool.end();
+      redis.disconnect();
     }
   });
 });
