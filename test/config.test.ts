@@ -23,7 +23,8 @@ describe('config', () => {
     expect(config.wallet_notice_worker).toMatchObject({ enabled: true, poll_interval: 250, batch_size: 100, lock_ttl: 60_000, max_retry_count: 10 });
     expect(config.redis.prefix).toBe('{notice}');
     expect(config.tencent_im.request_timeout).toBe(3000);
-    expect(config.health).toEqual({ grpc_port: 13009, http_port: 13109 });
+    expect(config.health).toEqual({ host: '0.0.0.0', grpc_port: 13009, http_port: 13109 });
+    expect(config.dashboard.host).toBe('127.0.0.1');
     expect(config.room_notice_worker.enabled).toBe(false);
   });
 
