@@ -3,7 +3,7 @@ import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { balanceChanged, insertWalletRows, ledgerStatusCounts } from './helpers/outbox.ts';
 import { startPipeline } from './helpers/pipeline.ts';
 import { spawnNotice } from './helpers/spawn.ts';
-import type { NoticeProcess } from '../src/app/run-roles.ts';
+import type { NoticeProcess } from '../src/cli/run-roles.ts';
 
 let env: TestEnv | undefined;
 let proc: NoticeProcess | undefined;

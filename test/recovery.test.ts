@@ -5,7 +5,7 @@ import { startPipeline } from './helpers/pipeline.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
 import { CHANNEL_TENCENT_IM_C2C } from '../src/ledger/types.ts';
 import { deliverJobId } from '../queues/deliver-queue.ts';
-import type { NoticeProcess } from '../src/app/run-roles.ts';
+import type { NoticeProcess } from '../src/cli/run-roles.ts';
 
 let env: TestEnv | undefined;
 let procs: NoticeProcess[] = [];

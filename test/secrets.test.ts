@@ -79,7 +79,7 @@ describe('secrets never reach logs, errors or job data', () => {
 
   it('/readyz names no database user, host or password when MySQL refuses (the log has the driver message)', async () => {
     const { createMysqlPool } = await import('../src/platform/mysql.ts');
-    const { checkReadiness } = await import('../src/app/run-roles.ts');
+    const { checkReadiness } = await import('../src/observability/readiness.ts');
     const { Redis } = await import('ioredis');
     const { REDIS_URL } = await import('./helpers/env.ts');
     // A real server refusing a real user: the driver's message says "Access denied for user 'readyz-probe'@'…'".

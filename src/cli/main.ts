@@ -4,7 +4,7 @@ import type { NoticeConfig } from '../config/schema.ts';
 import { createLogger, redactUrl } from '../platform/logger.ts';
 import { RoleConfigError } from '../app/role.ts';
 import { ingestEnabled } from '../notices/registry.ts';
-import type { RoleName } from '../app/run-roles.ts';
+import type { RoleName } from './run-roles.ts';
 import type { KickPublisher } from '../demo/room-demo.ts';
 // Each command imports what it needs when it runs, so a deliver process never loads express or the MQ client.
 
@@ -59,7 +59,7 @@ for (const [name, roles, description] of [
       const config = loadConfig(opts.config);
       const logger = createLogger(config.log.level, { role: name });
       const chosen: RoleName[] = roles ? [...roles] : rolesEnabledIn(config);
-      const { runRoles } = await import('../app/run-roles.ts');
+      const { runRoles } = await import('./run-roles.ts');
       await runRoles(config, chosen, logger);
     });
 }

@@ -7,15 +7,18 @@ import { createDeliverQueue, type DeliverJobData } from '../../queues/deliver-qu
 import type { IngestRole } from '../../ingest/ingest-role.ts';
 import type { DeliverRole } from '../../deliver/deliver-role.ts';
 import type { DashboardRole } from '../../dashboard/dashboard-role.ts';
-import { withDeadline, type Role } from './role.ts';
+import { withDeadline, type Role } from '../app/role.ts';
+import { checkReadiness } from '../observability/readiness.ts';
 import { NoticeMetrics } from '../observability/metrics.ts';
-import { describeError } from '../platform/errors.ts';
 import { HealthServer, type Readiness } from '../observability/health-server.ts';
 import { DELIVER_QUEUE_NAME } from '../../queues/deliver-queue.ts';
 
 export type RoleName = 'ingest' | 'deliver' | 'dashboard';
 
-/** The connections and roles of one process, built from config; used by the CLI and by in-process tests. */
+/**
+ * The connections and roles of one process, built from config; used by the CLI and by in-process tests. This is the
+ * executable's composition root, so it lives with the CLI entry: the core under src/ never imports the process folders.
+ */
 export interface NoticeProcess {
   pool: Pool;
   queue: Queue<DeliverJobData>;
@@ -103,29 +106,6 @@ export async function runRoles(config: NoticeConfig, roleNames: readonly RoleNam
   await proc.stop();
   clearTimeout(hardExit);
   logger.info('notice-service stopped');
-}
-
-/** Ready = MySQL and Redis answer within a second and every role of this process is running. */
-export async function checkReadiness(pool: Pool, redis: Redis, roles: readonly Role[], logger?: Logger): Promise<Readiness> {
-  // The answer is unauthenticated: a driver's message (user, host) goes to the log, not into it.
-  const probe = async (name: string, what: () => Promise<unknown>) => {
-    try {
-      await withDeadline(what(), 1000, 'probe');
-      return 'ok';
-    } catch (err) {
-      logger?.warn({ check: name, err: describeError(err) }, 'readiness check failed');
-      return 'down (the process log says why)';
-    }
-  };
-  const checks: Record<string, string> = {
-    mysql: await probe('mysql', () => pool.query('SELECT 1')),
-    redis: await probe('redis', () => redis.ping()),
-  };
-  for (const role of roles) {
-    checks[`role:${role.name}`] = role.isRunning() ? 'ok' : 'not running';
-    Object.assign(checks, role.health?.() ?? {});
-  }
-  return { ready: Object.values(checks).every((v) => v === 'ok'), checks };
 }
 
 /** BullMQ keys evicted under memory pressure corrupt queues; only `noeviction` is safe. */
