@@ -56,8 +56,7 @@ export function sameOriginWrites(logger: Logger): RequestHandler {
     if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS') return next();
     const site = req.get('sec-fetch-site');
     const origin = req.get('origin');
-    const crossSite = site ? site !== 'same-origin' && site !== 'none' : origin !== undefined && origin !== 'null' ? !sameHost(origin, req.get('host')) : origin === 'null';
-    if (crossSite) {
+    if (isCrossSite(site, origin, req.get('host'))) {
       logger.warn({ method: req.method, path: req.path, origin, sec_fetch_site: site, ip: req.ip }, 'dashboard refused a cross-site write');
       return void res.status(403).json({ error: 'cross-site requests may not change anything here' });
     }
@@ -67,11 +66,15 @@ export function sameOriginWrites(logger: Logger): RequestHandler {
   };
 }
 
-function sameHost(origin: string, host: string | undefined): boolean {
+/** Sec-Fetch-Site when the browser sends it; else Origin against Host; neither header: not a browser. */
+function isCrossSite(site: string | undefined, origin: string | undefined, host: string | undefined): boolean {
+  if (site) return site !== 'same-origin' && site !== 'none';
+  if (origin === undefined) return false;
+  if (origin === 'null' || host === undefined) return true;
   try {
-    return host !== undefined && new URL(origin).host === host;
+    return new URL(origin).host !== host;
   } catch {
-    return false;
+    return true;
   }
 }
 

@@ -129,10 +129,11 @@ export class Reconciler {
     const presence = await inspectJobs(queue, this.deps.redis, ids);
     const blocking = ids.filter((_, i) => presence[i] === 'finished' || presence[i] === 'orphan');
     const { locked } = blocking.length > 0 ? await clearForReadd(queue, blocking) : { locked: new Set<string>() };
-    const orphans = presence.filter((p) => p === 'orphan').length;
-    if (orphans > 0) {
-      metrics?.orphanJobsCleared.inc(orphans - locked.size);
-      logger.warn({ orphans, locked: locked.size }, 'cleared job hashes that sat in no queue state (partial Redis loss) so their rows can be re-added');
+    const orphans = ids.filter((_, i) => presence[i] === 'orphan');
+    if (orphans.length > 0) {
+      const cleared = orphans.filter((id) => !locked.has(id)).length;
+      metrics?.orphanJobsCleared.inc(cleared);
+      logger.warn({ orphans: orphans.length, cleared, locked: locked.size }, 'cleared job hashes that sat in no queue state (partial Redis loss) so their rows can be re-added');
     }
     const requeued = rows.filter((_, i) => presence[i] !== 'live' && !locked.has(ids[i]!));
     if (requeued.length > 0) {

@@ -112,9 +112,10 @@ export function checkFact(fact: SourceFact): SourceFact {
   if (mapped.kind === 'skip') return fact;
   const keyIssue = keyProblem(fact.key.appCode, fact.key.sourceEventId);
   const key = keyIssue ? substituteKey(fact.key) : fact.key;
-  const recipientIssue = mapped.kind === 'notice' ? recipientProblem(mapped.userId) : null;
-  const problem = [fact.problem, keyIssue, recipientIssue].filter((p): p is string => !!p).join('; ');
-  const userId = recipientProblem(mapped.userId) === null ? mapped.userId : '';
+  const recipient = recipientProblem(mapped.userId);
+  // An invalid recipient stops a notice; on a row that fails anyway it is only left out.
+  const problem = [fact.problem, keyIssue, mapped.kind === 'notice' ? recipient : null].filter((p): p is string => !!p).join('; ');
+  const userId = recipient === null ? mapped.userId : '';
   if (!problem) return mapped.kind === 'malformed' ? { ...fact, mapped: { ...mapped, userId } } : fact;
   const reason = clipText(mapped.kind === 'malformed' ? `${problem}; ${mapped.reason}` : problem, 1000);
   return { ...fact, key, mapped: { kind: 'malformed', eventType: mapped.eventType, userId, noticeKind: mapped.noticeKind, reason } };

@@ -58,7 +58,8 @@ export function removeIds(gaps: readonly GapRange[], ids: readonly number[]): Ga
   return result;
 }
 
-export function countGapIds(gaps: readonly GapRange[]): number {
+/** Ids in a list of ranges: open holes ([from, to, firstSeen]) or watched ones ([from, to]). */
+export function countGapIds(gaps: ReadonlyArray<readonly [number, number, ...number[]]>): number {
   return gaps.reduce((n, [from, to]) => n + (to - from + 1), 0);
 }
 

@@ -1,4 +1,4 @@
-import { removeIds, type GapRange } from './gap-tracker.ts';
+import { countGapIds, removeIds, type GapRange } from './gap-tracker.ts';
 
 /**
  * Late-commit watching, as pure functions. A hole still empty after gap_grace may be a rolled-back insert (empty
@@ -23,10 +23,6 @@ export const MAX_RANGES_PER_CHUNK = 200;
 /** Re-checks slow down to at most one an hour per chunk. */
 export const MAX_CHECK_INTERVAL_MS = 3600_000;
 
-export function countIds(ranges: readonly IdRange[]): number {
-  return ranges.reduce((n, [from, to]) => n + (to - from + 1), 0);
-}
-
 /**
  * When a chunk is looked at next: one grace after the previous look, doubling with each check (capped hourly), and
  * a last look exactly at the horizon. `null` once the horizon has passed: stop watching.
@@ -48,7 +44,7 @@ export function chunksFor(skipped: readonly GapRange[], nowMs: number, graceMs: 
     const firstSeenMs = Math.min(...part.map((g) => g[2]));
     const next = nextCheckAt(firstSeenMs, 0, nowMs, graceMs, horizonMs);
     if (next === null) continue; // a horizon shorter than the grace: nothing left to watch
-    chunks.push({ fromId: ranges[0]![0], toId: ranges[ranges.length - 1]![1], ranges, holeIds: countIds(ranges), firstSeenMs, nextCheckAtMs: next, checks: 0 });
+    chunks.push({ fromId: ranges[0]![0], toId: ranges[ranges.length - 1]![1], ranges, holeIds: countGapIds(ranges), firstSeenMs, nextCheckAtMs: next, checks: 0 });
   }
   return chunks;
 }
@@ -63,8 +59,8 @@ export function afterCheck(chunk: WatchChunk, foundIds: readonly number[], nowMs
   const ranges = removeIds(chunk.ranges.map(([from, to]): GapRange => [from, to, 0]), foundIds).map(([from, to]): IdRange => [from, to]);
   if (ranges.length === 0) return { kind: 'filled' };
   const next = nextCheckAt(chunk.firstSeenMs, chunk.checks + 1, nowMs, graceMs, horizonMs);
-  if (next === null) return { kind: 'abandoned', holeIds: countIds(ranges) };
-  return { kind: 'watching', chunk: { ...chunk, ranges, holeIds: countIds(ranges), nextCheckAtMs: next, checks: chunk.checks + 1 } };
+  if (next === null) return { kind: 'abandoned', holeIds: countGapIds(ranges) };
+  return { kind: 'watching', chunk: { ...chunk, ranges, holeIds: countGapIds(ranges), nextCheckAtMs: next, checks: chunk.checks + 1 } };
 }
 
 export function parseRanges(text: string): IdRange[] {

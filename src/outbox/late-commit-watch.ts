@@ -2,8 +2,8 @@ import type { Logger } from 'pino';
 import type { NoticeMetrics } from '../observability/metrics.ts';
 import type { OutboxRow } from '../notices/types.ts';
 import { PeriodicSummary } from '../platform/periodic-summary.ts';
-import type { GapRange } from './gap-tracker.ts';
-import { afterCheck, chunksFor, countIds, type WatchChunk } from './gap-watch.ts';
+import { countGapIds, type GapRange } from './gap-tracker.ts';
+import { afterCheck, chunksFor, type WatchChunk } from './gap-watch.ts';
 import type { GapWatchStore } from './gap-watch-store.ts';
 import type { OutboxReader } from './reader.ts';
 
@@ -75,7 +75,7 @@ export class LateCommitWatch {
     if (this.nextDueMs === null || nowMs < this.nextDueMs) return 0;
     let found = 0;
     for (const chunk of await store.due(sourceName, nowMs, CHUNKS_PER_POLL)) {
-      const rows = chunk.ranges.length > 0 ? await reader.readGaps(chunk.ranges, Math.min(countIds(chunk.ranges), 1000)) : [];
+      const rows = chunk.ranges.length > 0 ? await reader.readGaps(chunk.ranges, Math.min(countGapIds(chunk.ranges), 1000)) : [];
       if (rows.length > 0) {
         await ingest(rows);
         found += rows.length;

@@ -23,12 +23,13 @@ export interface OutboxSource {
 export function identifyOutboxRow(sourceTable: string, row: OutboxRow): SourceIdentity {
   const appCode = typeof row.app_code === 'string' ? row.app_code : '';
   const eventId = typeof row.event_id === 'string' ? row.event_id : '';
-  const problems = [keyProblem(appCode, eventId), timestampProblem('created_at_ms', row.created_at_ms)].filter((p): p is string => p !== null);
-  const keyOk = keyProblem(appCode, eventId) === null;
+  const keyIssue = keyProblem(appCode, eventId);
+  // A missing event_id is the mapping's to report (every notice module says so); only other problems are added here.
+  const problem = [eventId === '' ? null : keyIssue, timestampProblem('created_at_ms', row.created_at_ms)].filter((p) => p !== null).join('; ');
   return {
-    appCode: keyOk ? appCode : '',
-    sourceEventId: keyOk ? eventId : `${sourceTable}-row-${row.id}`,
+    appCode: keyIssue ? '' : appCode,
+    sourceEventId: keyIssue ? `${sourceTable}-row-${row.id}` : eventId,
     sourceCreatedAtMs: typeof row.created_at_ms === 'number' && Number.isSafeInteger(row.created_at_ms) ? row.created_at_ms : null,
-    ...(problems.length > 0 && !(eventId === '' && problems.length === 1) ? { problem: problems.join('; ') } : {}),
+    ...(problem ? { problem } : {}),
   };
 }
