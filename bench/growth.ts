@@ -10,7 +10,8 @@ import { FactRecorder } from '../src/intake/fact-recorder.ts';
 import { walletOutboxSource } from '../src/notices/wallet/source.ts';
 import { Reconciler } from '../deliver/reconciler.ts';
 import { createRedis } from '../src/platform/redis.ts';
-import { createDeliverQueue, enqueueDeliveries } from '../queues/deliver-queue.ts';
+import { createDeliverQueues, enqueueDeliveries } from '../queues/deliver-queue.ts';
+import { prioritisedKinds } from '../src/config/schema.ts';
 
 const ITERATIONS = 40;
 const PAYLOAD = '{"transaction_id":"t","command_id":"c","asset_type":"COIN","available_delta":-100,"frozen_delta":0,"available_after":1000,"frozen_after":0,"balance_version":1,"metadata":{}}';
@@ -23,7 +24,7 @@ export async function runGrowth(sizes: number[], log: (s: string) => void) {
     const { env } = world;
     const logger = createLogger('silent');
     const redis = createRedis(env.config.redis.url, 'producer');
-    const queue = createDeliverQueue(redis, env.config.redis.prefix);
+    const queues = createDeliverQueues(redis, env.config.redis.prefix, prioritisedKinds(env.config));
     try {
       log(`growth: filling outbox and ledger with ${rows} rows`);
       const wallet = env.config.wallet_database;
@@ -51,7 +52,7 @@ export async function runGrowth(sizes: number[], log: (s: string) => void) {
       const source = walletOutboxSource(wallet);
       const ledger = new LedgerRepository(env.notice);
       const cursors = new CursorStore(env.notice);
-      const recorder = new FactRecorder(ledger, (items) => enqueueDeliveries(queue, items.map((i) => ({ ...i, maxRetryCount: 10 }))), logger);
+      const recorder = new FactRecorder(ledger, (items) => enqueueDeliveries(queues, items.map((i) => ({ ...i, maxRetryCount: 10 }))), logger);
       const newPoller = () => new OutboxPoller({ source, config: env.config.wallet_notice_worker, reader: new OutboxReader(env.notice, source), cursors, gapWatch: new GapWatchStore(env.notice), recorder, owner: 'bench', logger });
 
       const batch: number[] = [];
@@ -70,7 +71,7 @@ export async function runGrowth(sizes: number[], log: (s: string) => void) {
         await idlePoller.pollOnce();
         idle.push(performance.now() - t0);
       }
-      const reconciler = new Reconciler({ ledger, queue, redis, config: env.config, owner: 'bench', maxRetryFor: () => 10, logger });
+      const reconciler = new Reconciler({ ledger, queues, redis, config: env.config, owner: 'bench', maxRetryFor: () => 10, logger });
       const passes: number[] = [];
       for (let i = 0; i < ITERATIONS; i++) {
         await strand();
@@ -80,7 +81,7 @@ export async function runGrowth(sizes: number[], log: (s: string) => void) {
       }
       points.push({ rows, idle_poll_ms: round(median(idle)), batch_poll_ms: round(median(batch)), reconciler_pass_ms: round(median(passes)) });
     } finally {
-      await queue.close();
+      await queues.close();
       redis.disconnect();
       await world.close();
     }

@@ -10,7 +10,8 @@ import { serializeGaps, type GapRange } from '../src/outbox/gap-tracker.ts';
 import { FactRecorder } from '../src/intake/fact-recorder.ts';
 import { walletOutboxSource } from '../src/notices/wallet/source.ts';
 import { createRedis } from '../src/platform/redis.ts';
-import { createDeliverQueue, enqueueDeliveries } from '../queues/deliver-queue.ts';
+import { createDeliverQueues, enqueueDeliveries } from '../queues/deliver-queue.ts';
+import { prioritisedKinds } from '../src/config/schema.ts';
 
 const ITERATIONS = 40;
 const BATCH = 100;
@@ -36,7 +37,7 @@ async function measure(rows: number, step: number): Promise<Costs> {
   const { env } = world;
   const logger = createLogger('silent');
   const redis = createRedis(env.config.redis.url, 'producer');
-  const queue = createDeliverQueue(redis, env.config.redis.prefix);
+  const queues = createDeliverQueues(redis, env.config.redis.prefix, prioritisedKinds(env.config));
   try {
     const wallet = env.config.wallet_database;
     const notice = env.config.mysql.url.split('/').pop()!;
@@ -56,7 +57,7 @@ async function measure(rows: number, step: number): Promise<Costs> {
     const source = walletOutboxSource(wallet);
     const cursors = new CursorStore(env.notice);
     const gapWatch = new GapWatchStore(env.notice);
-    const recorder = new FactRecorder(new LedgerRepository(env.notice), (items) => enqueueDeliveries(queue, items.map((i) => ({ ...i, maxRetryCount: 10 }))), logger);
+    const recorder = new FactRecorder(new LedgerRepository(env.notice), (items) => enqueueDeliveries(queues, items.map((i) => ({ ...i, maxRetryCount: 10 }))), logger);
     const poller = () => new OutboxPoller({ source, config: env.config.wallet_notice_worker, reader: new OutboxReader(env.notice, source), cursors, gapWatch, recorder, owner: 'bench', logger });
     // The holes of the 1,000 rows below `top`, first seen just now (inside gap_grace).
     const holesBelow = (top: number): GapRange[] =>
@@ -95,7 +96,7 @@ async function measure(rows: number, step: number): Promise<Costs> {
     }
     return { step, idle_poll_ms: round(median(idle)), idle_poll_open_gaps_ms: round(median(idleOpen)), batch_poll_ms: round(median(batch)), open_gap_ranges: holesBelow(maxId).length };
   } finally {
-    await queue.close();
+    await queues.close();
     redis.disconnect();
     await world.close();
   }

@@ -7,7 +7,8 @@ import type { RowDataPacket } from 'mysql2/promise';
 /** The notice-service settings every bench phase starts from (phases override a key or two). */
 export const PIPELINE = {
   wallet_notice_worker: { poll_interval: '100ms', batch_size: 500, lock_ttl: '30s', max_retry_count: 10, gap_grace: '60s' },
-  deliver: { concurrency: 64, retry_base_delay: '1s', retry_max_delay: '30s', job_lock_duration: '30s' },
+  // Every event a send (the writer reuses users with rising versions): the overload phase turns skipping on.
+  deliver: { concurrency: 64, retry_base_delay: '1s', retry_max_delay: '30s', job_lock_duration: '30s', skip_superseded: { WalletBalanceChanged: false } },
   tencent_im: { request_timeout: '3s', rate_limit_per_second: 0 },
   reconciler: { interval: '5s', pending_grace: '10s' },
 };

@@ -1,5 +1,4 @@
 import express from 'express';
-import type { Queue } from 'bullmq';
 import type { Pool } from 'mysql2/promise';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
@@ -8,7 +7,7 @@ import type { NoticeConfig } from '../src/config/schema.ts';
 import { LedgerQueries } from '../src/ledger/queries.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
 import { sourcePolicy } from '../src/notices/registry.ts';
-import type { DeliverJobData } from '../queues/deliver-queue.ts';
+import type { DeliverJobData, DeliverQueues } from '../queues/deliver-queue.ts';
 import { basicAuth } from './auth.ts';
 import { ledgerApi } from './ledger-api.ts';
 import { noticesPage } from './notices-page.ts';
@@ -19,7 +18,7 @@ import { pino, type Logger } from 'pino';
  * The operator dashboard: bull-board for every notice queue and the ledger page, all under one base path and all
  * behind authentication (the only way off is an explicit local config).
  */
-export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Array<Queue<DeliverJobData>>, logger: Logger = pino({ level: 'silent' })): express.Express {
+export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: DeliverQueues, logger: Logger = pino({ level: 'silent' })): express.Express {
   const settings = config.dashboard;
   const base = settings.base_path;
   const app = express();
@@ -33,7 +32,7 @@ export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Arr
 
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(`${base}/queues`);
-  const adapters = queues.map((queue) => {
+  const adapters = queues.all.map((queue) => {
     // Retrying a BullMQ job cannot revive a failed ledger row (its claim would refuse it), so the board's retry is hidden;
     // operators requeue from the Notices page, which moves the ledger row first.
     const adapter = new BullMQAdapter(queue, { readOnlyMode: settings.read_only, allowRetries: false, description: 'Tencent IM C2C notices; job data is the ledger key only. Requeue failed events from Notices.' });
@@ -59,7 +58,7 @@ export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Arr
   app.use(`${base}/api/notices`, ledgerApi({
     queries: new LedgerQueries(pool),
     ledger: new LedgerRepository(pool),
-    queue: queues[0]!,
+    queues,
     readOnly: settings.read_only,
     maxRetryFor: (source) => policyFor(source).maxRetryCount,
   }));

@@ -1,11 +1,10 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Queue } from 'bullmq';
 import type { Pool } from 'mysql2/promise';
 import type { Logger } from 'pino';
 import type { NoticeConfig } from '../src/config/schema.ts';
 import { RoleConfigError, type Role } from '../src/app/role.ts';
-import type { DeliverJobData } from '../queues/deliver-queue.ts';
+import type { DeliverQueues } from '../queues/deliver-queue.ts';
 import { createDashboardApp } from './app.ts';
 
 export class DashboardRole implements Role {
@@ -13,14 +12,14 @@ export class DashboardRole implements Role {
   private server: Server | null = null;
   port = 0;
 
-  constructor(private readonly config: NoticeConfig, private readonly pool: Pool, private readonly queue: Queue<DeliverJobData>, private readonly logger: Logger) {
+  constructor(private readonly config: NoticeConfig, private readonly pool: Pool, private readonly queues: DeliverQueues, private readonly logger: Logger) {
     if (config.dashboard.auth.enabled && config.dashboard.auth.password === '') {
       throw new RoleConfigError('dashboard refuses to start: dashboard.auth.password is empty (set it, e.g. from ${DASHBOARD_PASSWORD})');
     }
   }
 
   async start(): Promise<void> {
-    const app = createDashboardApp(this.config, this.pool, [this.queue], this.logger);
+    const app = createDashboardApp(this.config, this.pool, this.queues, this.logger);
     await new Promise<void>((resolve, reject) => {
       const server = app.listen(this.config.dashboard.port, this.config.dashboard.host, (err?: Error) => (err ? reject(err) : resolve()));
       this.server = server;

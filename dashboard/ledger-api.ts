@@ -1,16 +1,15 @@
 import express, { type Request, type Response } from 'express';
-import type { Queue } from 'bullmq';
 import type { LedgerQueries } from '../src/ledger/queries.ts';
 import type { LedgerRepository } from '../src/ledger/repository.ts';
 import type { LedgerKey, LedgerRow } from '../src/ledger/types.ts';
 import { requeueFailed } from '../src/ops/requeue.ts';
 import { presentRow } from '../src/ledger/present.ts';
-import type { DeliverJobData } from '../queues/deliver-queue.ts';
+import type { DeliverQueues } from '../queues/deliver-queue.ts';
 
 export interface LedgerApiDeps {
   queries: LedgerQueries;
   ledger: LedgerRepository;
-  queue: Queue<DeliverJobData>;
+  queues: DeliverQueues;
   readOnly: boolean;
   maxRetryFor: (source: string) => number;
 }
@@ -48,7 +47,7 @@ export function ledgerApi(deps: LedgerApiDeps): express.Router {
       if (row) rows.push(row);
       else missing.push(key);
     }
-    const result = await requeueFailed(deps.ledger, deps.queue, rows, deps.maxRetryFor);
+    const result = await requeueFailed(deps.ledger, deps.queues, rows, deps.maxRetryFor);
     res.json({
       requeued: result.requeued.map((k) => k.sourceEventId),
       skipped: [...result.skipped.map((s) => ({ source_event_id: s.key.sourceEventId, reason: s.reason })), ...missing.map((k) => ({ source_event_id: k.sourceEventId, reason: 'no such ledger row' }))],

@@ -9,19 +9,18 @@ import { TencentImClient } from '../src/tencent-im/client.ts';
 import { UserSigCache } from '../src/tencent-im/usersig.ts';
 import { RoleConfigError, withDeadline, type Role } from '../src/app/role.ts';
 import { newWorkerId } from '../src/app/worker-id.ts';
-import { DELIVER_QUEUE_NAME, type DeliverJobData } from '../queues/deliver-queue.ts';
+import type { DeliverJobData, DeliverQueues } from '../queues/deliver-queue.ts';
 import { createDeliverProcessor, ledgerBackoff, type DeliveryOutcome } from './processor.ts';
 import type { NoticeMetrics } from '../src/observability/metrics.ts';
 import { Reconciler } from './reconciler.ts';
 import { SendPacer } from './send-pacer.ts';
 import { BatchedLedger } from '../src/ledger/batched-ledger.ts';
-import type { Queue } from 'bullmq';
 
 /** Deliver: a BullMQ worker on the C2C queue, sending through Tencent IM and recording outcomes in the ledger. */
 export class DeliverRole implements Role {
   readonly name = 'deliver';
   readonly workerId = newWorkerId('deliver');
-  readonly outcomes: Record<DeliveryOutcome, number> = { delivered: 0, retryable: 0, failed: 0, rate_limited: 0 };
+  readonly outcomes: Record<DeliveryOutcome, number> = { delivered: 0, retryable: 0, failed: 0, rate_limited: 0, superseded: 0 };
   private workers: Array<Worker<DeliverJobData>> = [];
   reconciler: Reconciler | null = null;
   private readonly client: TencentImClient;
@@ -30,7 +29,7 @@ export class DeliverRole implements Role {
     private readonly config: NoticeConfig,
     private readonly pool: Pool,
     private readonly connection: Redis,
-    private readonly queue: Queue<DeliverJobData>,
+    private readonly queues: DeliverQueues,
     private readonly producerRedis: Redis,
     private readonly logger: Logger,
     private readonly metrics?: NoticeMetrics,
@@ -61,14 +60,18 @@ export class DeliverRole implements Role {
       retryMaxMs: this.config.deliver.retry_max_delay,
       maxUnfinishedAttempts: this.config.deliver.max_unfinished_attempts,
       pacer,
+      skipsSuperseded: (eventType) => this.config.deliver.skip_superseded[eventType] === true,
+      priorityLeadMs: (kind) => this.config.deliver.priority[kind] ?? 0,
       sendTimeoutMs: longestSendMs,
       logger: this.logger,
       metrics: this.metrics,
       onOutcome: (outcome) => this.outcomes[outcome]++,
     });
-    // Several BullMQ workers share the concurrency (see fetchLanes): a burst starts sending after a few fetches.
+    // Several BullMQ workers share the concurrency (see fetchLanes): a burst starts sending after a few fetches. Each
+    // queue has its own lanes, so a kind's jobs are claimed while another kind's backlog waits; the pacer then hands
+    // out the quota by priority among everything claimed.
     const laneSizes = fetchLanes(this.config.deliver.concurrency);
-    this.workers = laneSizes.map((concurrency) => new Worker<DeliverJobData>(DELIVER_QUEUE_NAME, processor, {
+    this.workers = this.queues.all.flatMap((queue) => laneSizes.map((concurrency) => new Worker<DeliverJobData>(queue.name, processor, {
       connection: this.connection,
       prefix: this.config.redis.prefix,
       concurrency,
@@ -77,14 +80,14 @@ export class DeliverRole implements Role {
       stalledInterval: this.config.deliver.job_lock_duration,
       maxStalledCount: 3,
       autorun: false,
-    }));
+    })));
     for (const worker of this.workers) {
       worker.on('error', (err) => this.logger.warn({ err: err.message }, 'deliver worker error'));
       void worker.run();
     }
     await Promise.all(this.workers.map((worker) => worker.waitUntilReady()));
     this.reconciler = new Reconciler({
-      ledger: new LedgerRepository(this.pool), queue: this.queue, redis: this.producerRedis, config: this.config, owner: this.workerId,
+      ledger: new LedgerRepository(this.pool), queues: this.queues, redis: this.producerRedis, config: this.config, owner: this.workerId,
       maxRetryFor: (source) => policyFor(source).maxRetryCount, maxQueuedJobs: maxQueuedJobs(this.config), logger: this.logger, metrics: this.metrics,
     });
     this.reconciler.start();

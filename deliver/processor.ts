@@ -15,6 +15,8 @@ import type { SendPacer } from './send-pacer.ts';
 export interface HotLedger {
   claim(key: LedgerKey): Promise<ClaimResult>;
   recordDelivered(key: LedgerKey, imMsgKey: string): Promise<boolean>;
+  newerVersion(row: LedgerRow): Promise<string | null>;
+  recordSuperseded(key: LedgerKey, newerEventId: string): Promise<boolean>;
 }
 
 export interface DeliverProcessorDeps {
@@ -28,7 +30,11 @@ export interface DeliverProcessorDeps {
   /** Sends that started but never finished, after which the event is failed as poison. */
   maxUnfinishedAttempts: number;
   /** The app-wide send rate (SendPacer): waits for this send's slot, and backs every process off on over-frequency. */
-  pacer: Pick<SendPacer, 'acquire' | 'backOff'>;
+  pacer: Pick<SendPacer, 'acquire' | 'overFrequency'>;
+  /** Event types whose notice is finished without a send when a newer version is already in the ledger. */
+  skipsSuperseded(eventType: string): boolean;
+  /** How far ahead of its commit time a notice of this kind queues for the quota (deliver.priority). */
+  priorityLeadMs(noticeKind: string): number;
   /** The longest one send can take (the HTTP timeout): a send must end within the ledger lock it holds. */
   sendTimeoutMs: number;
   logger: Logger;
@@ -37,10 +43,7 @@ export interface DeliverProcessorDeps {
   onOutcome?: (outcome: DeliveryOutcome, row: LedgerRow) => void;
 }
 
-export type DeliveryOutcome = 'delivered' | 'retryable' | 'failed' | 'rate_limited';
-
-/** Over-frequency back-off for the whole queue: long enough for Tencent's one-second window to roll over. */
-const RATE_LIMIT_BACKOFF_MS = 1000;
+export type DeliveryOutcome = 'delivered' | 'retryable' | 'failed' | 'rate_limited' | 'superseded';
 
 /**
  * One delivery attempt: claim the ledger row, send, record the outcome — in that order, each step conditional,
@@ -118,13 +121,30 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
       throw new UnrecoverableError('ledger row has no payload');
     }
 
+    // Obsolete already (a newer balance of the same asset is sent or on its way): finish it without spending quota.
+    // Checked when its turn comes, never waited for: a notice with nothing newer goes at once.
+    if (row.supersedeKey && deps.skipsSuperseded(row.eventType)) {
+      const newer = await deps.hot.newerVersion(row);
+      if (newer !== null) {
+        if (await deps.hot.recordSuperseded(key, newer)) {
+          deps.onOutcome?.('superseded', row);
+          deps.metrics?.deliveries.inc({ source: row.sourceName, notice_kind: row.noticeKind, outcome: 'superseded', error_code: '' });
+          if (deps.logger.isLevelEnabled('debug')) log().debug({ superseded_by: newer }, 'superseded by a newer version; not sent');
+          return 'superseded';
+        }
+        log().warn('superseded, but the ledger lock was taken over meanwhile; the other worker finishes the row');
+        return 'lock-lost';
+      }
+    }
+
     // The slot comes after the claim, so nothing with a variable delay (a statement) stands between slot and send.
     // The send needs the HTTP timeout's worth of lock, or half of what the claim left when lock_ttl is shorter than
     // that (a short lock was already the operator's choice before any wait); the slot must come before that.
     const slotAskedMs = now();
     const lockNeededMs = row.lockUntilMs === null ? 0 : Math.min(deps.sendTimeoutMs, (row.lockUntilMs - slotAskedMs) / 2);
     // With the limit on, slots go to the oldest waiting events first, across deliver processes (SendPacer.acquire).
-    const age = row.sourceCreatedAtMs ?? row.createdAtMs;
+    // A kind's priority lead makes it older than it is, so it goes before other kinds' notices up to that much older.
+    const age = (row.sourceCreatedAtMs ?? row.createdAtMs) - deps.priorityLeadMs(row.noticeKind);
     const slot = await deps.pacer.acquire(row.lockUntilMs === null ? Infinity : row.lockUntilMs - lockNeededMs - slotAskedMs, age);
     if (!slot.sent || (row.lockUntilMs !== null && now() + lockNeededMs > row.lockUntilMs)) {
       // More senders than slots within the lock (a low rate, a short lock_ttl), or the process stalled: another
@@ -149,11 +169,13 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
         return 'delivered';
       }
       case 'rate_limited': {
-        // Over-frequency is the provider's whole-app limit: pause every sender, do not spend this event's attempt.
-        await deps.ledger.releaseRateLimited(key, deps.workerId, outcome.code, outcome.message, at + RATE_LIMIT_BACKOFF_MS, at);
+        // Over-frequency is the provider's whole-app limit: every sender slows a little (the pacer's shared pace),
+        // and this event queues again at once without spending an attempt.
+        await deps.ledger.releaseRateLimited(key, deps.workerId, outcome.code, outcome.message, at, at);
         observe('rate_limited', row, outcome, at);
-        log().warn({ code: outcome.code }, 'Tencent IM over-frequency; backing the queue off');
-        await deps.pacer.backOff(RATE_LIMIT_BACKOFF_MS);
+        const pace = await deps.pacer.overFrequency();
+        deps.metrics?.sendPace.set(pace);
+        log().warn({ code: outcome.code, pace }, 'Tencent IM over-frequency; every sender slows down a little');
         // BullMQ recognises a rate-limit exit by its own error, which puts the job back in wait unspent.
         throw Worker.RateLimitError();
       }

@@ -5,8 +5,8 @@ import type { LedgerRepository } from '../src/ledger/repository.ts';
 import type { NoticeConfig } from '../src/config/schema.ts';
 import type { NoticeMetrics } from '../src/observability/metrics.ts';
 import { describeError } from '../src/platform/errors.ts';
-import { deliverJobId, enqueueDeliveries, queuedJobs, type DeliverJobData } from '../queues/deliver-queue.ts';
-import { clearForReadd, inspectJobs, notLive } from '../queues/job-repair.ts';
+import { deliverJobId, enqueueDeliveries, type DeliverJobData, type DeliverQueues } from '../queues/deliver-queue.ts';
+import { clearForReadd, inspectJobs, notLive, type JobPresence } from '../queues/job-repair.ts';
 
 /** Take or keep the lock: set it if free, extend it if ours. One script, so two processes never both hold it. */
 const LOCK_SCRIPT = `
@@ -39,7 +39,7 @@ export class Reconciler {
   constructor(
     private readonly deps: {
       ledger: LedgerRepository;
-      queue: Queue<DeliverJobData>;
+      queues: DeliverQueues;
       redis: Redis;
       config: NoticeConfig;
       owner: string;
@@ -75,7 +75,7 @@ export class Reconciler {
   }
 
   async runOnce(nowMs = Date.now()): Promise<ReconcilePass> {
-    const { ledger, queue, config, logger, metrics } = this.deps;
+    const { ledger, queues, config, logger, metrics } = this.deps;
     const pass: ReconcilePass = { leader: false, stranded: 0, requeued: 0, live: 0, locked: 0, purged: 0 };
     const held = await this.deps.redis.eval(LOCK_SCRIPT, 1, this.lockKey, this.deps.owner, String(config.reconciler.interval * 3));
     if (Number(held) !== 1) return pass;
@@ -102,12 +102,13 @@ export class Reconciler {
         logger.warn({ requeued: requeued.length, page, sample_event_ids: requeued.slice(0, 5).map((r) => r.sourceEventId) }, 'reconciler re-enqueued ledger rows that had no live job');
       }
       if (requeued.length === 0 || stranded.length < config.reconciler.batch_size || performance.now() > budgetEnds) break;
-      if (maxQueued !== Infinity && (await queuedJobs(queue)) >= maxQueued) break;
+      if (maxQueued !== Infinity && (await queues.queuedJobs()) >= maxQueued) break;
     }
 
     const retention = config.retention;
-    for (const status of ['delivered', 'failed'] as const) {
-      const keepMs = retention[status];
+    for (const status of ['delivered', 'failed', 'superseded'] as const) {
+      // A superseded row is done like a delivered one (its newer version was sent instead): the same retention.
+      const keepMs = retention[status === 'superseded' ? 'delivered' : status];
       if (keepMs <= 0) continue;
       const purged = await ledger.purgeFinal(status, nowMs - keepMs, retention.purge_batch_size);
       if (purged > 0) {
@@ -124,11 +125,17 @@ export class Reconciler {
    * is left for a later pass. Each add is checked afterwards, so a swallowed one is reported, not assumed done.
    */
   private async giveJobs(rows: Awaited<ReturnType<LedgerRepository['findStranded']>>): Promise<{ requeued: typeof rows; live: number; locked: number }> {
-    const { queue, logger, metrics } = this.deps;
+    const { queues, logger, metrics } = this.deps;
     const ids = rows.map((row) => deliverJobId(row));
-    const presence = await inspectJobs(queue, this.deps.redis, ids);
-    const blocking = ids.filter((_, i) => presence[i] === 'finished' || presence[i] === 'orphan');
-    const { locked } = blocking.length > 0 ? await clearForReadd(queue, blocking) : { locked: new Set<string>() };
+    // Each row's job lives in its kind's queue: inspect and clear per queue.
+    const presence: JobPresence[] = new Array(rows.length);
+    const locked = new Set<string>();
+    for (const [queue, at] of byQueue(queues, rows)) {
+      const found = await inspectJobs(queue, this.deps.redis, at.map((i) => ids[i]!));
+      at.forEach((i, n) => (presence[i] = found[n]!));
+      const blocking = at.map((i) => ids[i]!).filter((_, n) => found[n] === 'finished' || found[n] === 'orphan');
+      if (blocking.length > 0) for (const id of (await clearForReadd(queue, blocking)).locked) locked.add(id);
+    }
     const orphans = ids.filter((_, i) => presence[i] === 'orphan');
     if (orphans.length > 0) {
       const cleared = orphans.filter((id) => !locked.has(id)).length;
@@ -137,10 +144,23 @@ export class Reconciler {
     }
     const requeued = rows.filter((_, i) => presence[i] !== 'live' && !locked.has(ids[i]!));
     if (requeued.length > 0) {
-      await enqueueDeliveries(queue, requeued.map((row) => ({ key: row, eventType: row.eventType, maxRetryCount: this.deps.maxRetryFor(row.sourceName) })));
-      const dropped = await notLive(queue, this.deps.redis, requeued.map((row) => deliverJobId(row)));
+      await enqueueDeliveries(queues, requeued.map((row) => ({ key: row, eventType: row.eventType, noticeKind: row.noticeKind, maxRetryCount: this.deps.maxRetryFor(row.sourceName) })));
+      const dropped: string[] = [];
+      for (const [queue, at] of byQueue(queues, requeued)) dropped.push(...(await notLive(queue, this.deps.redis, at.map((i) => deliverJobId(requeued[i]!)))));
       if (dropped.length > 0) logger.warn({ dropped: dropped.length }, 'BullMQ dropped some re-adds (the id was taken meanwhile); a later pass looks at them again');
     }
     return { requeued, live: presence.filter((p) => p === 'live').length, locked: locked.size };
   }
+}
+
+/** Row positions grouped by the queue their kind's jobs live in. */
+function byQueue(queues: DeliverQueues, rows: ReadonlyArray<{ noticeKind: string }>): Map<Queue<DeliverJobData>, number[]> {
+  const groups = new Map<Queue<DeliverJobData>, number[]>();
+  rows.forEach((row, i) => {
+    const queue = queues.forKind(row.noticeKind);
+    const list = groups.get(queue);
+    if (list) list.push(i);
+    else groups.set(queue, [i]);
+  });
+  return groups;
 }

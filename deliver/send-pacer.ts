@@ -31,6 +31,27 @@ export const WARM_UP_SPACING = 1.5;
 export const RESERVE_AHEAD_MS = 50;
 
 /**
+ * Adaptive pace (AIMD, shared by every process through Redis): an over-frequency answer multiplies the pace by
+ * PACE_DECREASE — once per PACE_HOLD_MS, so one bunch of answers counts once — down to PACE_FLOOR, and the pace
+ * grows back by PACE_RECOVERY_PER_S of the full rate per second. It replaces a one-second stop of every sender. The
+ * pace only ever lowers the rate below PACE_SHARE, so no sliding second is planned above the limit.
+ */
+export const PACE_DECREASE = 0.9;
+export const PACE_FLOOR = 0.5;
+export const PACE_RECOVERY_PER_S = 0.05;
+export const PACE_HOLD_MS = 500;
+
+/** Lua: the current pace factor (≤ 1) from the stored one and when it was set; KEY and NOW named by the caller. */
+const paceFactorLua = (key: string, now: string) => `
+local function paceFactor()
+  local stored = redis.call('HMGET', ${key}, 'f', 't')
+  if not stored[1] then return 1 end
+  local f = tonumber(stored[1]) + (${now} - tonumber(stored[2])) / 1000000 * ${PACE_RECOVERY_PER_S}
+  if f > 1 then return 1 end
+  return f
+end`;
+
+/**
  * The next send slot for the whole app, in Redis time (so process clocks do not matter): the later of now and the
  * stored "next free" time, which moves one interval past it (one warm-up interval during a warm-up). Microseconds,
  * as integers (exact in Lua's doubles). With interval 0 (no rate limit) it writes nothing and only reports an active
@@ -45,7 +66,9 @@ export const RESERVE_AHEAD_MS = 50;
 const RESERVE_SCRIPT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local interval = tonumber(ARGV[1])
+${paceFactorLua('KEYS[5]', 'now')}
+local pace = paceFactor()
+local interval = math.ceil(tonumber(ARGV[1]) / pace)
 local maxWait = tonumber(ARGV[2])
 local nextFree = tonumber(redis.call('GET', KEYS[1]) or '0')
 local slot = math.max(now, nextFree)
@@ -80,7 +103,7 @@ if interval > 0 then
     redis.call('SET', KEYS[2], string.format('%.0f', now), 'PX', 60000)
   end
   local spacing = interval
-  if slot - burst < tonumber(ARGV[3]) then spacing = tonumber(ARGV[4]) end
+  if slot - burst < tonumber(ARGV[3]) then spacing = math.ceil(tonumber(ARGV[4]) / pace) end
   redis.call('SET', KEYS[1], string.format('%.0f', slot + spacing), 'PX', math.ceil((slot + spacing - now) / 1000) + 1000)
 end
 return { string.format('%.0f', slot), string.format('%.0f', now), 1, 0 }`;
@@ -95,8 +118,9 @@ const ADMIT_SCRIPT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 if tonumber(redis.call('GET', KEYS[2]) or '0') > now then return 0 end
+${paceFactorLua('KEYS[3]', 'now')}
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now - 1000000))
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+if redis.call('ZCARD', KEYS[1]) >= math.floor(tonumber(ARGV[1]) * paceFactor()) then return 0 end
 redis.call('ZADD', KEYS[1], string.format('%.0f', now), ARGV[2])
 redis.call('PEXPIRE', KEYS[1], 2000)
 return 1`;
@@ -116,6 +140,23 @@ end
 redis.call('SET', KEYS[2], string.format('%.0f', untilUs), 'PX', ttl)
 return 0`;
 
+/**
+ * Over-frequency: lower the shared pace (see PACE_DECREASE), unless it was lowered within the hold. Returns the new
+ * factor ×1000. KEYS[1] pace hash.
+ */
+const SLOW_DOWN_SCRIPT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+${paceFactorLua('KEYS[1]', 'now')}
+local f = paceFactor()
+local last = tonumber(redis.call('HGET', KEYS[1], 'd') or '0')
+if now - last >= ${PACE_HOLD_MS * 1000} then
+  f = math.max(${PACE_FLOOR}, f * ${PACE_DECREASE})
+  redis.call('HSET', KEYS[1], 'f', tostring(f), 't', string.format('%.0f', now), 'd', string.format('%.0f', now))
+  redis.call('PEXPIRE', KEYS[1], ${Math.ceil(((1 - PACE_FLOOR) / PACE_RECOVERY_PER_S) * 1000) + 1000})
+end
+return math.floor(f * 1000)`;
+
 let members = 0;
 
 /**
@@ -133,6 +174,7 @@ export class SendPacer {
   private readonly burstKey: string;
   private readonly headsKey: string;
   private readonly headExpiriesKey: string;
+  private readonly paceKey: string;
   readonly intervalUs: number;
   readonly warmUpIntervalUs: number;
   /** Sends admitted per sliding second. */
@@ -161,6 +203,7 @@ export class SendPacer {
     this.burstKey = `${base}:burst-start`;
     this.headsKey = `${base}:heads`;
     this.headExpiriesKey = `${base}:head-expiries`;
+    this.paceKey = `${base}:pace`;
     this.intervalUs = ratePerSecond > 0 ? Math.ceil(1_000_000 / (ratePerSecond * PACE_SHARE)) : 0;
     this.warmUpIntervalUs = Math.ceil(this.intervalUs * WARM_UP_SPACING);
     this.cap = Math.floor(ratePerSecond * PACE_SHARE);
@@ -173,7 +216,7 @@ export class SendPacer {
   async reserve(maxWaitMs = Infinity, asHead?: { age: number }): Promise<{ slotUs: number; waitMs: number; slotLocalMs: number; taken: boolean; behindOlder: boolean }> {
     const maxWaitUs = Number.isFinite(maxWaitMs) ? String(Math.max(0, Math.floor(maxWaitMs * 1000))) : '1e18';
     const [slot, now, taken, behind] = (await this.redis.eval(
-      RESERVE_SCRIPT, 4, this.nextFreeKey, this.burstKey, this.headsKey, this.headExpiriesKey,
+      RESERVE_SCRIPT, 5, this.nextFreeKey, this.burstKey, this.headsKey, this.headExpiriesKey, this.paceKey,
       String(this.intervalUs), maxWaitUs, String(WARM_UP_MS * 1000), String(this.warmUpIntervalUs), String(asHead?.age ?? 0), asHead ? this.memberPrefix : '',
     )) as [string, string, number, number];
     const slotUs = Number(slot);
@@ -184,7 +227,7 @@ export class SendPacer {
   /** Records a send now if the last second has room and no back-off is on. */
   async admit(): Promise<boolean> {
     const member = `${this.memberPrefix}:${++members}`;
-    return (await this.redis.eval(ADMIT_SCRIPT, 2, this.logKey, this.pauseKey, String(this.cap), member)) === 1;
+    return (await this.redis.eval(ADMIT_SCRIPT, 3, this.logKey, this.pauseKey, this.paceKey, String(this.cap), member)) === 1;
   }
 
   /**
@@ -239,6 +282,18 @@ export class SendPacer {
     } finally {
       this.reservers.next();
     }
+  }
+
+  /**
+   * The provider answered over-frequency: with a rate limit, every process's pace drops a little and recovers on its
+   * own (AIMD); without one (nothing to pace), every process stops for a second. Returns the pace factor now.
+   */
+  async overFrequency(): Promise<number> {
+    if (this.intervalUs === 0) {
+      await this.backOff(1000);
+      return 1;
+    }
+    return Number(await this.redis.eval(SLOW_DOWN_SCRIPT, 1, this.paceKey)) / 1000;
   }
 
   /** No send starts in any process for `ms` from now; sends already waiting for a slot queue up again. */

@@ -21,7 +21,7 @@ export const noticeDeliveryEvents = mysqlTable(
     eventType: varchar('event_type', { length: 64 }).notNull(),
     /** The recipient (Tencent UserID, ≤ 32 bytes); '' on a malformed row whose recipient was not valid. */
     userId: varbinary('user_id', { length: 256 }).notNull(),
-    /** pending | delivering | delivered | retryable | failed */
+    /** pending | delivering | delivered | retryable | failed | superseded */
     status: varchar('status', { length: 16 }).notNull(),
     /** The notice kind (TIMCustomElem.Ext): wallet_notice, vip_notice, room_notice. */
     noticeKind: varchar('notice_kind', { length: 32 }).notNull(),
@@ -42,6 +42,14 @@ export const noticeDeliveryEvents = mysqlTable(
     createdAtMs: bigint('created_at_ms', { mode: 'number' }).notNull(),
     updatedAtMs: bigint('updated_at_ms', { mode: 'number' }).notNull(),
     deliveredAtMs: bigint('delivered_at_ms', { mode: 'number' }),
+    /**
+     * For notices a newer one makes obsolete (a balance): SHA-256 of what they are about (event type, app, user,
+     * asset) and the fact's version within it. NULL for every other notice.
+     */
+    supersedeKey: varbinary('supersede_key', { length: 32 }),
+    supersedeVersion: bigint('supersede_version', { mode: 'number' }),
+    /** The source_event_id of the newer notice that made this one obsolete (status superseded). */
+    supersededBy: varbinary('superseded_by', { length: 764 }),
   },
   (t) => [
     primaryKey({ name: 'pk_notice_delivery_events', columns: [t.sourceName, t.appCode, t.sourceEventId, t.channel] }),
@@ -51,6 +59,8 @@ export const noticeDeliveryEvents = mysqlTable(
     // Operator look-ups by business key.
     index('idx_nde_event_id').on(t.sourceEventId),
     index('idx_nde_user').on(t.userId, t.createdAtMs),
+    // At send time: is there a newer version of the same balance?
+    index('idx_nde_supersede').on(t.supersedeKey, t.supersedeVersion),
   ],
 );
 

@@ -1,6 +1,5 @@
 import type { Pool } from 'mysql2/promise';
 import type { Logger } from 'pino';
-import type { Queue } from 'bullmq';
 import { PROXY_MAX_AWAIT_MS, PROXY_MIN_INVISIBLE_MS, type NoticeConfig } from '../src/config/schema.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
 import { GapWatchStore } from '../src/outbox/gap-watch-store.ts';
@@ -13,7 +12,7 @@ import { MqConsumerLoop } from '../src/rocketmq/consumer-loop.ts';
 import { ingestEnabled, mqNoticeModules, outboxNoticeModules } from '../src/notices/registry.ts';
 import { RoleConfigError, type Role } from '../src/app/role.ts';
 import { newWorkerId } from '../src/app/worker-id.ts';
-import { enqueueDeliveries, queuedJobs, type DeliverJobData } from '../queues/deliver-queue.ts';
+import { enqueueDeliveries, type DeliverQueues } from '../queues/deliver-queue.ts';
 import type { NoticeMetrics } from '../src/observability/metrics.ts';
 
 
@@ -24,7 +23,7 @@ export class IngestRole implements Role {
   readonly consumers: MqConsumerLoop[];
   private running = false;
 
-  constructor(config: NoticeConfig, pool: Pool, queue: Queue<DeliverJobData>, logger: Logger, metrics?: NoticeMetrics) {
+  constructor(config: NoticeConfig, pool: Pool, queues: DeliverQueues, logger: Logger, metrics?: NoticeMetrics) {
     if (!ingestEnabled(config)) {
       throw new RoleConfigError('ingest has no source enabled: set wallet_notice_worker.enabled, room_notice_worker.enabled, or rocketmq.enabled with rocketmq.room_outbox.enabled');
     }
@@ -33,12 +32,12 @@ export class IngestRole implements Role {
     const gapWatch = new GapWatchStore(pool);
     const owner = newWorkerId('ingest');
     const recorderFor = (maxRetryCount: number) =>
-      new FactRecorder(ledger, (items) => enqueueDeliveries(queue, items.map((i) => ({ ...i, maxRetryCount }))), logger, metrics);
+      new FactRecorder(ledger, (items) => enqueueDeliveries(queues, items.map((i) => ({ ...i, maxRetryCount }))), logger, metrics);
 
-    const queueDepth = () => queuedJobs(queue);
+    // Each poller's backpressure counts only its own kinds' queues: a wallet backlog must not hold back kicks.
     this.pollers = outboxNoticeModules(config)
       .filter((m) => m.worker.enabled)
-      .map((m) => new OutboxPoller({ source: m.source, config: m.worker, reader: new OutboxReader(pool, m.source), cursors, gapWatch, recorder: recorderFor(m.worker.max_retry_count), owner, logger, metrics, queueDepth }));
+      .map((m) => new OutboxPoller({ source: m.source, config: m.worker, reader: new OutboxReader(pool, m.source), cursors, gapWatch, recorder: recorderFor(m.worker.max_retry_count), owner, logger, metrics, queueDepth: () => queues.queuedJobs(m.noticeKinds) }));
 
     const mq = config.rocketmq;
     const rejects = new RejectStore(pool);

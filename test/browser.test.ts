@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { balanceChanged, insertWalletRows, ledgerStatusCounts } from './helpers/outbox.ts';
-import { startPipeline } from './helpers/pipeline.ts';
+import { jobCounts, startPipeline } from './helpers/pipeline.ts';
 import type { NoticeProcess } from '../src/cli/run-roles.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -92,7 +92,7 @@ describe('dashboard in a real browser', () => {
       // The operator is logged in (credentials cached for the dashboard origin) and the board renders under its CSP.
       await page.goto(`${base}/queues`);
       await page.getByText('deliver-tencent-im-c2c').first().waitFor({ timeout: 15_000 });
-      const before = await proc.queue.getJobCountByTypes('wait', 'delayed', 'prioritized', 'completed', 'failed', 'active');
+      const before = await jobCounts(proc);
       const attack = await context.newPage();
       const responses: number[] = [];
       attack.on('response', (r) => { if (r.url().endsWith('/add')) responses.push(r.status()); });
@@ -100,7 +100,7 @@ describe('dashboard in a real browser', () => {
       await waitFor(async () => responses.length, (n) => n >= 1, 10_000, 'the forged requests answered');
       await attack.waitForTimeout(500);
       expect(responses.every((status) => status === 403)).toBe(true);
-      expect(await proc.queue.getJobCountByTypes('wait', 'delayed', 'prioritized', 'completed', 'failed', 'active')).toBe(before);
+      expect(await jobCounts(proc)).toBe(before);
       // The frame stays empty: the browser refuses to render the dashboard inside a foreign page.
       const framer = await context.newPage();
       await framer.goto(`http://localhost:${(evil.address() as AddressInfo).port}/frame`);

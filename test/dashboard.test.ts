@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { balanceChanged, insertWalletRows, ledgerStatusCounts } from './helpers/outbox.ts';
-import { startPipeline } from './helpers/pipeline.ts';
+import { jobCounts, startPipeline } from './helpers/pipeline.ts';
 import { spawnNotice } from './helpers/spawn.ts';
 import type { NoticeProcess } from '../src/cli/run-roles.ts';
 
@@ -129,7 +129,7 @@ describe('dashboard hardening (plain HTTP)', () => {
   it('refuses cross-site writes and non-JSON bodies; pipeline-corrupting bull-board calls are disabled', async () => {
     const { base } = await setup();
     const q = `${base}/queues/api/queues/deliver-tencent-im-c2c`;
-    const jobsBefore = await proc!.queue.getJobCountByTypes('wait', 'delayed', 'prioritized', 'completed', 'failed', 'active');
+    const jobsBefore = await jobCounts(proc!);
     // What a foreign page's form or no-cors fetch sends with the browser's cached credentials.
     const crossSite = await fetch(`${q}/add`, { method: 'POST', headers: { ...auth(), origin: 'http://evil.example', 'sec-fetch-site': 'cross-site', 'content-type': 'text/plain' }, body: '{"name":"junk","data":{}}' });
     expect(crossSite.status).toBe(403);
@@ -142,7 +142,7 @@ describe('dashboard hardening (plain HTTP)', () => {
       expect(res.status, path).toBe(403);
       expect((await res.json()).error, path).toMatch(/disabled in notice-service/);
     }
-    expect(await proc!.queue.getJobCountByTypes('wait', 'delayed', 'prioritized', 'completed', 'failed', 'active')).toBe(jobsBefore);
+    expect(await jobCounts(proc!)).toBe(jobsBefore);
     // Same-origin operator actions still work.
     const retry = await fetch(`${q}/retry/failed`, { method: 'PUT', headers: { ...auth(), 'sec-fetch-site': 'same-origin' } });
     expect(retry.status).toBeLessThan(500);

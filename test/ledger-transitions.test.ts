@@ -33,6 +33,7 @@ const EXPECTED: Record<LedgerStatement, string[]> = {
   recordRetryable: ['delivering/ours'],
   releaseRateLimited: ['delivering/ours'],
   recordFailed: ['delivering/ours'],
+  recordSuperseded: ['delivering/ours'],
   requeueFailed: ['failed/none', 'failed/ours', 'failed/others_live', 'failed/others_expired'],
 };
 
@@ -79,6 +80,7 @@ describe('every conditional ledger statement follows the transitions table', () 
       recordRetryable: (key) => repo.recordRetryable(key, ME, '70500', 'transient', nowMs + 1000, nowMs),
       releaseRateLimited: (key) => repo.releaseRateLimited(key, ME, '90018', 'over frequency', nowMs + 1000, nowMs),
       recordFailed: (key) => repo.recordFailed(key, ME, '90001', 'permanent', nowMs),
+      recordSuperseded: (key) => batched.recordSuperseded(key, 'newer-event'),
       requeueFailed: (key) => repo.requeueFailed([key], nowMs),
     };
     const changed: Record<string, string[]> = {};
@@ -96,7 +98,7 @@ describe('every conditional ledger statement follows the transitions table', () 
     env = await createTestEnv({ reconciler: { enabled: false } });
     const repo = new LedgerRepository(env.notice);
     const finals = DELIVERY_STATUSES.filter((s) => isFinalForDelivery(s));
-    expect(finals).toEqual(expect.arrayContaining(['delivered', 'failed']));
+    expect(finals).toEqual(expect.arrayContaining(['delivered', 'failed', 'superseded']));
     const blocked: Array<{ id: string; status: DeliveryStatus; lockedBy: string | null; lockUntil: number | null }> = [
       ...finals.map((status) => ({ id: `dup-${status}`, status, lockedBy: null, lockUntil: null })),
       { id: 'dup-locked', status: 'delivering' as const, lockedBy: 'worker-other', lockUntil: Date.now() + 120_000 },
@@ -108,9 +110,9 @@ describe('every conditional ledger statement follows the transitions table', () 
     const proc = await startPipeline(env.config, ['deliver']);
     procs.push(proc);
     // The blocked jobs go first; the sentinel after them shows the worker has been through them.
-    await enqueueDeliveries(proc.queue, blocked.map((b) => ({ key: keyOf(b.id), eventType: 'WalletBalanceChanged', maxRetryCount: 3 })));
+    await enqueueDeliveries(proc.queues, blocked.map((b) => ({ key: keyOf(b.id), eventType: 'WalletBalanceChanged', noticeKind: 'wallet_notice', maxRetryCount: 3 })));
     await new Promise((r) => setTimeout(r, 300));
-    await enqueueDeliveries(proc.queue, [{ key: keyOf('dup-sentinel'), eventType: 'WalletBalanceChanged', maxRetryCount: 3 }]);
+    await enqueueDeliveries(proc.queues, [{ key: keyOf('dup-sentinel'), eventType: 'WalletBalanceChanged', noticeKind: 'wallet_notice', maxRetryCount: 3 }]);
     await waitFor(async () => env!.fakeIm.messages().length, (n) => n >= 1, 15_000, 'the sentinel sent');
     await new Promise((r) => setTimeout(r, 500));
     expect(env.fakeIm.messages().map((m) => JSON.parse(m.data).event_id)).toEqual(['dup-sentinel']);

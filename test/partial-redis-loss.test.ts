@@ -9,21 +9,23 @@ import { LedgerRepository } from '../src/ledger/repository.ts';
 import { CHANNEL_TENCENT_IM_C2C, type LedgerKey } from '../src/ledger/types.ts';
 import { createRedis } from '../src/platform/redis.ts';
 import { buildProcess, type NoticeProcess } from '../src/cli/run-roles.ts';
-import { createDeliverQueue, deliverJobId, enqueueDeliveries, type DeliverJobData } from '../queues/deliver-queue.ts';
+import { createDeliverQueues, deliverJobId, enqueueDeliveries, type DeliverJobData, type DeliverQueues } from '../queues/deliver-queue.ts';
+import { prioritisedKinds } from '../src/config/schema.ts';
 import { inspectJobs } from '../queues/job-repair.ts';
 import { Reconciler } from '../deliver/reconciler.ts';
 
 let env: TestEnv | undefined;
 let redis: Redis | undefined;
 let queue: Queue<DeliverJobData> | undefined;
+let queues: DeliverQueues | undefined;
 let procs: NoticeProcess[] = [];
 afterEach(async () => {
   for (const p of procs) await p.stop();
   procs = [];
-  await queue?.close();
+  await queues?.close();
   redis?.disconnect();
   await env?.close();
-  env = queue = redis = undefined;
+  env = queue = queues = redis = undefined;
 });
 
 const OLD = Date.now() - 3_600_000;
@@ -45,8 +47,9 @@ async function queuedThenHalfLost(count: number, orphans: number[], ghosts: numb
   const ledger = new LedgerRepository(env!.notice);
   await ledger.insertIfAbsent(Array.from({ length: count }, (_, i) => row(i)), OLD);
   redis = createRedis(env!.config.redis.url, 'producer');
-  queue = createDeliverQueue(redis, env!.config.redis.prefix);
-  await enqueueDeliveries(queue, Array.from({ length: count }, (_, i) => ({ key: keyOf(i), eventType: 'WalletBalanceChanged', maxRetryCount: 3 })));
+  queues = createDeliverQueues(redis, env!.config.redis.prefix, prioritisedKinds(env!.config));
+  queue = queues.forKind('wallet_notice');
+  await enqueueDeliveries(queues, Array.from({ length: count }, (_, i) => ({ key: keyOf(i), eventType: 'WalletBalanceChanged', noticeKind: 'wallet_notice', maxRetryCount: 3 })));
   const waitKey = queue.toKey('wait');
   for (const n of orphans) await redis.lrem(waitKey, 0, deliverJobId(keyOf(n)));
   for (const n of ghosts) await redis.del(queue.toKey(deliverJobId(keyOf(n))));
@@ -68,7 +71,7 @@ describe('partial Redis loss: the reconciler repairs what BullMQ cannot see', ()
     await redis!.set(`${queue!.toKey(lockedId)}:lock`, 'someone-else', 'PX', 60_000);
     expect(await inspectJobs(queue!, redis!, orphans.map((n) => deliverJobId(keyOf(n))))).toEqual(Array(10).fill('orphan'));
 
-    const reconciler = new Reconciler({ ledger, queue: queue!, redis: redis!, config: env.config, owner: 'test', maxRetryFor: () => 3, logger: pino({ level: 'silent' }) });
+    const reconciler = new Reconciler({ ledger, queues: queues!, redis: redis!, config: env.config, owner: 'test', maxRetryFor: () => 3, logger: pino({ level: 'silent' }) });
     const pass = await reconciler.runOnce();
     expect(pass).toMatchObject({ requeued: 9, locked: 1, live: 20 });
     const states = await Promise.all(orphans.map((n) => queue!.getJobState(deliverJobId(keyOf(n)))));

@@ -6,17 +6,19 @@ import { createTestEnv, type TestEnv } from './helpers/env.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
 import { CHANNEL_TENCENT_IM_C2C } from '../src/ledger/types.ts';
 import { createRedis } from '../src/platform/redis.ts';
-import { createDeliverQueue, deliverJobId, queuedJobs, type DeliverJobData } from '../queues/deliver-queue.ts';
+import { createDeliverQueues, deliverJobId, queuedJobs, type DeliverJobData, type DeliverQueues } from '../queues/deliver-queue.ts';
+import { prioritisedKinds } from '../src/config/schema.ts';
 import { Reconciler } from '../deliver/reconciler.ts';
 
 let env: TestEnv | undefined;
 let redis: Redis | undefined;
 let queue: Queue<DeliverJobData> | undefined;
+let queues: DeliverQueues | undefined;
 afterEach(async () => {
-  await queue?.close();
+  await queues?.close();
   redis?.disconnect();
   await env?.close();
-  env = queue = redis = undefined;
+  env = queue = queues = redis = undefined;
 });
 
 const OLD = Date.now() - 3_600_000;
@@ -34,8 +36,10 @@ async function setUp(rows: number, maxQueuedJobs?: number) {
   const ledger = new LedgerRepository(env.notice);
   await ledger.insertIfAbsent(Array.from({ length: rows }, (_, i) => strandedRow(i)), OLD);
   redis = createRedis(env.config.redis.url, 'producer');
-  queue = createDeliverQueue(redis, env.config.redis.prefix);
-  const reconciler = new Reconciler({ ledger, queue, redis, config: env.config, owner: 'test', maxRetryFor: () => 5, maxQueuedJobs, logger: pino({ level: 'silent' }) });
+  queues = createDeliverQueues(redis, env.config.redis.prefix, prioritisedKinds(env.config));
+  // The rows are wallet notices: their jobs live in that kind's queue.
+  queue = queues.forKind('wallet_notice');
+  const reconciler = new Reconciler({ ledger, queues, redis, config: env.config, owner: 'test', maxRetryFor: () => 5, maxQueuedJobs, logger: pino({ level: 'silent' }) });
   return { ledger, reconciler, waiting: () => queuedJobs(queue!) };
 }
 

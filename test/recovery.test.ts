@@ -4,7 +4,6 @@ import { balanceChanged, insertWalletRows, ledgerStatusCounts } from './helpers/
 import { startPipeline } from './helpers/pipeline.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
 import { CHANNEL_TENCENT_IM_C2C } from '../src/ledger/types.ts';
-import { deliverJobId } from '../queues/deliver-queue.ts';
 import type { NoticeProcess } from '../src/cli/run-roles.ts';
 
 let env: TestEnv | undefined;
@@ -70,8 +69,8 @@ describe('recovery: MySQL is the truth, Redis can be lost', () => {
     procs.push(proc);
     await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(1)]);
     const key = { sourceName: 'wallet_outbox', appCode: 'lalu', sourceEventId: 'tx_1:WalletBalanceChanged:10001:COIN', channel: CHANNEL_TENCENT_IM_C2C };
-    await waitFor(async () => (await proc.queue.getJob(deliverJobId(key)))?.getState(), (s) => s === 'delayed', 10_000, 'delayed retry');
-    await (await proc.queue.getJob(deliverJobId(key)))!.remove();
+    await waitFor(async () => (await proc.queues.getJob({ ...key, noticeKind: 'wallet_notice' }))?.getState(), (s) => s === 'delayed', 10_000, 'delayed retry');
+    await (await proc.queues.getJob({ ...key, noticeKind: 'wallet_notice' }))!.remove();
     await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 1, 15_000, 'delivered after the job was removed');
     expect((await new LedgerRepository(env.notice).get(key))!.attemptCount).toBe(2);
   });

@@ -1,9 +1,8 @@
 import type { Logger } from 'pino';
-import type { Queue } from 'bullmq';
-import type { NoticeConfig } from '../config/schema.ts';
+import { prioritisedKinds, type NoticeConfig } from '../config/schema.ts';
 import { createMysqlPool, type Pool } from '../platform/mysql.ts';
 import { createRedis, type Redis } from '../platform/redis.ts';
-import { createDeliverQueue, type DeliverJobData } from '../../queues/deliver-queue.ts';
+import { createDeliverQueues, type DeliverQueues } from '../../queues/deliver-queue.ts';
 import type { IngestRole } from '../../ingest/ingest-role.ts';
 import type { DeliverRole } from '../../deliver/deliver-role.ts';
 import type { DashboardRole } from '../../dashboard/dashboard-role.ts';
@@ -11,7 +10,6 @@ import { withDeadline, type Role } from '../app/role.ts';
 import { checkReadiness } from '../observability/readiness.ts';
 import { NoticeMetrics } from '../observability/metrics.ts';
 import { HealthServer, type Readiness } from '../observability/health-server.ts';
-import { DELIVER_QUEUE_NAME } from '../../queues/deliver-queue.ts';
 
 export type RoleName = 'ingest' | 'deliver' | 'dashboard';
 
@@ -21,7 +19,7 @@ export type RoleName = 'ingest' | 'deliver' | 'dashboard';
  */
 export interface NoticeProcess {
   pool: Pool;
-  queue: Queue<DeliverJobData>;
+  queues: DeliverQueues;
   roles: Role[];
   ingest?: IngestRole;
   deliver?: DeliverRole;
@@ -38,11 +36,11 @@ export async function buildProcess(config: NoticeConfig, roleNames: readonly Rol
   const pool = createMysqlPool(config.mysql.url, config.mysql.pool_size);
   const producerRedis = createRedis(config.redis.url, 'producer', { cluster: config.redis.cluster });
   const workerRedis = createRedis(config.redis.url, 'worker', { cluster: config.redis.cluster });
-  const queue = createDeliverQueue(producerRedis, config.redis.prefix);
-  queue.on('error', (err) => logger.warn({ err: err.message }, 'deliver queue connection error'));
+  const queues = createDeliverQueues(producerRedis, config.redis.prefix, prioritisedKinds(config));
+  queues.on('error', (err) => logger.warn({ err: err.message }, 'deliver queue connection error'));
 
   const closeConnections = async () => {
-    await Promise.allSettled([queue.close(), pool.end()]);
+    await Promise.allSettled([queues.close(), pool.end()]);
     producerRedis.disconnect();
     workerRedis.disconnect();
   };
@@ -52,9 +50,9 @@ export async function buildProcess(config: NoticeConfig, roleNames: readonly Rol
   let dashboard: DashboardRole | undefined;
   // Each role's module (and its libraries: the RocketMQ client, express and bull-board) loads only where it runs.
   try {
-    if (roleNames.includes('ingest')) ingest = new (await import('../../ingest/ingest-role.ts')).IngestRole(config, pool, queue, logger, metrics);
-    if (roleNames.includes('deliver')) deliver = new (await import('../../deliver/deliver-role.ts')).DeliverRole(config, pool, workerRedis, queue, producerRedis, logger, metrics);
-    if (roleNames.includes('dashboard')) dashboard = new (await import('../../dashboard/dashboard-role.ts')).DashboardRole(config, pool, queue, logger);
+    if (roleNames.includes('ingest')) ingest = new (await import('../../ingest/ingest-role.ts')).IngestRole(config, pool, queues, logger, metrics);
+    if (roleNames.includes('deliver')) deliver = new (await import('../../deliver/deliver-role.ts')).DeliverRole(config, pool, workerRedis, queues, producerRedis, logger, metrics);
+    if (roleNames.includes('dashboard')) dashboard = new (await import('../../dashboard/dashboard-role.ts')).DashboardRole(config, pool, queues, logger);
   } catch (err) {
     await closeConnections();
     throw err;
@@ -62,14 +60,16 @@ export async function buildProcess(config: NoticeConfig, roleNames: readonly Rol
   const roles: Role[] = [ingest, deliver, dashboard].filter((r): r is IngestRole | DeliverRole | DashboardRole => r !== undefined);
 
   metrics.onScrape(async () => {
-    const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed', 'prioritized');
-    for (const [state, n] of Object.entries(counts)) metrics.queueJobs.set({ queue: DELIVER_QUEUE_NAME, state }, n);
+    await Promise.all(queues.all.map(async (queue) => {
+      const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed', 'prioritized');
+      for (const [state, n] of Object.entries(counts)) metrics.queueJobs.set({ queue: queue.name, state }, n);
+    }));
   });
   const readiness = () => checkReadiness(pool, producerRedis, roles, logger);
   const health = new HealthServer({ host: config.health.host, httpPort: config.health.http_port, grpcPort: config.health.grpc_port, metrics, readiness, logger });
 
   return {
-    pool, queue, roles, ingest, deliver, dashboard, metrics, health, readiness,
+    pool, queues, roles, ingest, deliver, dashboard, metrics, health, readiness,
     async start() {
       await warnOnUnsafeRedis(producerRedis, logger);
       for (const role of roles) await role.start();

@@ -99,6 +99,41 @@ const dashboard = z.strictObject({
     .default(() => ({ enabled: true, username: 'admin', password: '', max_failed_logins: 20 })),
 });
 
+/** Event types whose notices carry a version (a newer one makes an older one obsolete): the only ones skip_superseded may turn on. */
+export const SUPERSEDABLE_EVENT_TYPES = ['WalletBalanceChanged'] as const;
+
+const DEFAULT_PRIORITY = { room_notice: 60_000, vip_notice: 20_000, wallet_notice: 0 };
+const DEFAULT_SKIP_SUPERSEDED = { WalletBalanceChanged: true };
+
+/**
+ * Quota order by notice kind: a notice queues for Tencent's quota as if committed this much earlier, so a kick goes
+ * before balance updates up to a minute older, and a lower kind is never more than the difference behind (it is not
+ * starved: once that much older, it goes first). A kind listed here also gets a BullMQ queue of its own, so it is
+ * fetched without waiting behind other kinds' backlog; unlisted kinds share one queue with lead 0. `{}` is plain
+ * commit-time order in one queue. Every process must run with the same map.
+ */
+const priority = z
+  .record(z.string().regex(/^[a-z][a-z0-9_]{0,31}$/, 'a notice kind such as "room_notice"'), durationMs)
+  .default(() => ({ ...DEFAULT_PRIORITY }));
+
+/**
+ * Per event type: finish a notice without sending it (status superseded) when, at its turn to send, the ledger
+ * already holds a newer version of it (sent or on its way). Unlisted types keep their default (on for
+ * WalletBalanceChanged).
+ */
+const skipSuperseded = z
+  .record(z.string(), z.boolean())
+  .default(() => ({}))
+  .transform((given, ctx) => {
+    const merged: Record<string, boolean> = { ...DEFAULT_SKIP_SUPERSEDED, ...given };
+    for (const [type, on] of Object.entries(merged)) {
+      if (on && !(SUPERSEDABLE_EVENT_TYPES as readonly string[]).includes(type)) {
+        ctx.addIssue({ code: 'custom', path: [type], message: `${type} notices carry no version, so none can supersede another; only ${SUPERSEDABLE_EVENT_TYPES.join(', ')} can be skipped` });
+      }
+    }
+    return merged;
+  });
+
 export const configSchema = z.strictObject({
   mysql: z.strictObject({
     url: z.string().regex(/^mysql:\/\//, 'must be a mysql:// URL'),
@@ -128,8 +163,10 @@ export const configSchema = z.strictObject({
       job_lock_duration: durationMs.default(30_000),
       /** Sends that start but never finish (the worker dies each time) before the event is failed as poison. */
       max_unfinished_attempts: z.number().int().min(1).max(100).default(3),
+      priority,
+      skip_superseded: skipSuperseded,
     })
-    .default(() => ({ enabled: true, concurrency: 32, retry_base_delay: 1000, retry_max_delay: 300_000, job_lock_duration: 30_000, max_unfinished_attempts: 3 })),
+    .default(() => ({ enabled: true, concurrency: 32, retry_base_delay: 1000, retry_max_delay: 300_000, job_lock_duration: 30_000, max_unfinished_attempts: 3, priority: { ...DEFAULT_PRIORITY }, skip_superseded: { ...DEFAULT_SKIP_SUPERSEDED } })),
   /** Finds ledger rows that should be in flight but have no live job, and re-enqueues them (runs inside deliver). */
   reconciler: z
     .strictObject({
@@ -160,6 +197,11 @@ export const configSchema = z.strictObject({
 });
 
 export type NoticeConfig = z.infer<typeof configSchema>;
+
+/** The kinds with a queue of their own, highest lead first (the order their queues are filled and listed). */
+export function prioritisedKinds(config: NoticeConfig): string[] {
+  return Object.entries(config.deliver.priority).sort((a, b) => b[1] - a[1]).map(([kind]) => kind);
+}
 export type OutboxWorkerConfig = z.infer<typeof outboxWorker>;
 export type RocketMqConfig = z.infer<typeof rocketmq>;
 

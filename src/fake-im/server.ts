@@ -38,6 +38,8 @@ export interface Faults {
   delay_ms?: number;
   /** Answer 60007 beyond this many sends in any one-second window (0 = off). */
   rate_limit_per_second?: number;
+  /** Count rejected calls in that window too, as a real gateway does: one burst over the limit keeps refusing. */
+  rate_limit_counts_rejected?: boolean;
   /** Accounts that were never imported (answered 90012). */
   not_imported?: string[];
   /** Random faults by probability 0..1, for soak runs. */
@@ -74,7 +76,7 @@ export class FakeImServer {
   }
 
   static noFaults() {
-    return { errors: [], http_errors: 0, drop_connections: 0, delay_ms: 0, rate_limit_per_second: 0, not_imported: [], transient_error_rate: 0, timeout_rate: 0, timeout_ms: 10_000, reset_rate: 0 };
+    return { errors: [], http_errors: 0, drop_connections: 0, delay_ms: 0, rate_limit_per_second: 0, rate_limit_counts_rejected: false, not_imported: [], transient_error_rate: 0, timeout_rate: 0, timeout_ms: 10_000, reset_rate: 0 };
   }
 
   async listen(port = 0, host = '127.0.0.1'): Promise<string> {
@@ -211,8 +213,9 @@ export class FakeImServer {
     if (Math.random() < this.faults.transient_error_rate) return fail(70500, 'internal server error (injected)');
     if (this.faults.rate_limit_per_second > 0) {
       this.sendTimes = this.sendTimes.filter((t) => t > nowMs - 1000);
-      if (this.sendTimes.length >= this.faults.rate_limit_per_second) return fail(60007, 'REST API call frequency exceeds limit');
-      this.sendTimes.push(nowMs);
+      const over = this.sendTimes.length >= this.faults.rate_limit_per_second;
+      if (!over || this.faults.rate_limit_counts_rejected) this.sendTimes.push(nowMs);
+      if (over) return fail(60007, 'REST API call frequency exceeds limit');
     }
     if (this.faults.not_imported.includes(msg.To_Account)) return fail(90012, 'To_Account does not exist or is not imported');
 

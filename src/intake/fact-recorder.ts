@@ -18,6 +18,7 @@ export interface SourceFact {
 export interface PendingDelivery {
   key: LedgerKey;
   eventType: string;
+  noticeKind: string;
 }
 
 /** Hands pending rows to the transport (BullMQ); must throw if they were not durably enqueued. */
@@ -62,8 +63,8 @@ export class FactRecorder {
         rows.push({ ...base, status: 'failed', payload: null, lastErrorCode: 'MALFORMED', lastError: mapped.reason });
       } else {
         counts.ingested++;
-        rows.push({ ...base, status: 'pending', payload: mapped.payload, lastErrorCode: null, lastError: null });
-        pending.push({ key, eventType: mapped.eventType });
+        rows.push({ ...base, status: 'pending', payload: mapped.payload, lastErrorCode: null, lastError: null, supersede: mapped.supersede ?? null });
+        pending.push({ key, eventType: mapped.eventType, noticeKind: mapped.noticeKind });
       }
     }
     try {

@@ -8,6 +8,9 @@ import { transitionGuard } from './transitions.ts';
 
 const TABLE = 'notice_delivery_events';
 
+/** A newer version counts when it is sent or still on its way; a failed one did not reach the user. */
+const NEWER_STATUSES = "status IN ('pending', 'delivering', 'retryable', 'delivered')";
+
 function keyString(key: LedgerKey): string {
   return `${key.sourceName}\u0000${key.appCode}\u0000${key.sourceEventId}\u0000${key.channel}`;
 }
@@ -45,6 +48,8 @@ function groupCommit() {
 export class BatchedLedger {
   private readonly claims: DataLoader<LedgerKey, ClaimResult, string>;
   private readonly delivered: DataLoader<{ key: LedgerKey; imMsgKey: string }, boolean, string>;
+  private readonly newer: DataLoader<LedgerRow, string | null, string>;
+  private readonly superseded: DataLoader<{ key: LedgerKey; newerEventId: string }, boolean, string>;
 
   constructor(
     private readonly pool: Pool,
@@ -57,6 +62,24 @@ export class BatchedLedger {
     const deliveredSlot = groupCommit();
     this.claims = new DataLoader((keys) => claimSlot.track(this.claimBatch(keys)), { cache: false, maxBatchSize, batchScheduleFn: claimSlot.schedule });
     this.delivered = new DataLoader((items) => deliveredSlot.track(this.deliveredBatch(items)), { cache: false, maxBatchSize, batchScheduleFn: deliveredSlot.schedule });
+    const newerSlot = groupCommit();
+    const supersededSlot = groupCommit();
+    this.newer = new DataLoader((rows) => newerSlot.track(this.newerBatch(rows)), { cache: false, maxBatchSize, batchScheduleFn: newerSlot.schedule });
+    this.superseded = new DataLoader((items) => supersededSlot.track(this.supersededBatch(items)), { cache: false, maxBatchSize, batchScheduleFn: supersededSlot.schedule });
+  }
+
+  /**
+   * The source_event_id of a newer version of this notice that is sent or still on its way (same supersede scope and
+   * channel, higher version), or null. Rows without a scope have none.
+   */
+  newerVersion(row: LedgerRow): Promise<string | null> {
+    if (!row.supersedeKey || row.supersedeVersion === null) return Promise.resolve(null);
+    return this.newer.load(row);
+  }
+
+  /** delivering → superseded for a row this worker holds: no send, `newerEventId` replaced it. */
+  recordSuperseded(key: LedgerKey, newerEventId: string): Promise<boolean> {
+    return this.superseded.load({ key, newerEventId });
   }
 
   claim(key: LedgerKey): Promise<ClaimResult> {
@@ -94,6 +117,44 @@ export class BatchedLedger {
       const claimed = row !== null && row.status === 'delivering' && row.lockedBy === this.workerId && row.lockUntilMs === lockUntil.get(key.sourceName);
       return claimed ? { claimed: true, row } : { claimed: false, row };
     });
+  }
+
+  // One statement for the batch: per row the newest qualifying version, a backward scan of idx_nde_supersede that
+  // stops at its first row.
+  private async newerBatch(rows: readonly LedgerRow[]): Promise<Array<string | null>> {
+    const parts = rows.map((_, i) =>
+      `(SELECT ${i} AS i, source_event_id FROM ${TABLE} WHERE supersede_key = ? AND supersede_version > ? AND channel = ? AND ${NEWER_STATUSES}
+         ORDER BY supersede_version DESC LIMIT 1)`);
+    const [found] = await this.pool.query<RowDataPacket[]>(parts.join(' UNION ALL '), rows.flatMap((r) => [r.supersedeKey, r.supersedeVersion, r.channel]));
+    const byIndex = new Map(found.map((f) => [Number(f.i), String(f.source_event_id)]));
+    return rows.map((_, i) => byIndex.get(i) ?? null);
+  }
+
+  private async supersededBatch(items: ReadonlyArray<{ key: LedgerKey; newerEventId: string }>): Promise<boolean[]> {
+    const nowMs = this.now();
+    const done = new Set<string>();
+    for (const group of groupKeys(items, (item) => item.key)) {
+      const byCases = group.items.map(() => 'WHEN ? THEN ?').join(' ');
+      const guard = transitionGuard('recordSuperseded', this.workerId, nowMs);
+      const [result] = await retryOnDeadlock(() => this.pool.query<ResultSetHeader>(
+        `UPDATE ${TABLE}
+            SET status = 'superseded', superseded_by = CASE source_event_id ${byCases} END, next_retry_at_ms = NULL,
+                last_error_code = NULL, last_error = NULL, locked_by = NULL, lock_until_ms = NULL, updated_at_ms = ?
+          WHERE ${group.where.sql} AND ${guard.sql}`,
+        [...group.items.flatMap((i) => [i.key.sourceEventId, i.newerEventId]), nowMs, ...group.where.params, ...guard.params],
+      ));
+      if (result.affectedRows === group.items.length) {
+        for (const i of group.items) done.add(keyString(i.key));
+        continue;
+      }
+      // A lock was taken over meanwhile (rare): read back which rows this batch moved.
+      const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT source_event_id, status, superseded_by FROM ${TABLE} WHERE ${group.where.sql}`, group.where.params);
+      for (const r of rows) {
+        const item = group.items.find((i) => i.key.sourceEventId === r.source_event_id);
+        if (item && r.status === 'superseded' && r.superseded_by === item.newerEventId) done.add(keyString(item.key));
+      }
+    }
+    return items.map((i) => done.has(keyString(i.key)));
   }
 
   private async deliveredBatch(items: ReadonlyArray<{ key: LedgerKey; imMsgKey: string }>): Promise<boolean[]> {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Pool } from 'mysql2/promise';
 import type { ResultSetHeader, RowDataPacket } from 'mysql2';
 import type { LedgerKey, LedgerRow, NewLedgerRow } from './types.ts';
@@ -34,11 +35,12 @@ export class LedgerRepository {
     if (rows.length === 0) return 0;
     const columns =
       '(source_name, app_code, source_event_id, channel, event_type, user_id, notice_kind, status, payload, ' +
-      'last_error_code, last_error, attempt_count, source_row_id, source_created_at_ms, created_at_ms, updated_at_ms)';
-    const placeholders = rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)').join(', ');
+      'last_error_code, last_error, attempt_count, source_row_id, source_created_at_ms, created_at_ms, updated_at_ms, supersede_key, supersede_version)';
+    const placeholders = rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)').join(', ');
     const params = rows.flatMap((r) => [
       r.sourceName, r.appCode, r.sourceEventId, r.channel, r.eventType, r.userId, r.noticeKind, r.status,
       r.payload, r.lastErrorCode, clip(r.lastError), r.sourceRowId, r.sourceCreatedAtMs, nowMs, nowMs,
+      r.supersede ? supersedeKey(r.supersede.scope) : null, r.supersede ? r.supersede.version : null,
     ]);
     // `ON DUPLICATE KEY UPDATE` with a no-op (rather than INSERT IGNORE) keeps real errors such as truncation loud.
     const [result] = await retryOnDeadlock(() =>
@@ -70,6 +72,13 @@ export class LedgerRepository {
    * Give the row back without spending an attempt (the provider asked the whole queue to slow down). The claim is
    * taken back too, so claim_count - attempt_count keeps counting only sends that never finished.
    */
+  /** Finished without a send: a newer version of the same notice (`newerEventId`) is in the ledger already. */
+  async recordSuperseded(key: LedgerKey, workerId: string, newerEventId: string, nowMs: number): Promise<boolean> {
+    return this.finishAttempt('recordSuperseded', key, workerId, nowMs,
+      `status = 'superseded', superseded_by = ?, next_retry_at_ms = NULL, last_error_code = NULL, last_error = NULL`,
+      [newerEventId]);
+  }
+
   async releaseRateLimited(key: LedgerKey, workerId: string, code: string, message: string, nextRetryAtMs: number, nowMs: number): Promise<boolean> {
     return this.finishAttempt('releaseRateLimited', key, workerId, nowMs,
       `status = 'retryable', next_retry_at_ms = ?, last_error_code = ?, last_error = ?, claim_count = claim_count - 1`,
@@ -81,8 +90,8 @@ export class LedgerRepository {
    * `limit`: pending older than a grace (idx_nde_status_updated), retryable past due (idx_nde_status_retry),
    * delivering with an expired lock (idx_nde_status_updated, then the lock test on those few rows).
    */
-  async findStranded(nowMs: number, pendingGraceMs: number, limit: number): Promise<Array<LedgerKey & { eventType: string; status: string }>> {
-    const columns = 'source_name, app_code, source_event_id, channel, event_type, status';
+  async findStranded(nowMs: number, pendingGraceMs: number, limit: number): Promise<Array<LedgerKey & { eventType: string; noticeKind: string; status: string }>> {
+    const columns = 'source_name, app_code, source_event_id, channel, event_type, notice_kind, status';
     const [rows] = await this.pool.query<RowDataPacket[]>(
       `(SELECT ${columns} FROM ${TABLE} FORCE INDEX (idx_nde_status_updated) WHERE status = 'pending' AND updated_at_ms < ? ORDER BY updated_at_ms LIMIT ?)
        UNION ALL
@@ -91,7 +100,7 @@ export class LedgerRepository {
        (SELECT ${columns} FROM ${TABLE} FORCE INDEX (idx_nde_status_updated) WHERE status = 'delivering' AND updated_at_ms < ? AND lock_until_ms < ? ORDER BY updated_at_ms LIMIT ?)`,
       [nowMs - pendingGraceMs, limit, nowMs - pendingGraceMs, limit, nowMs - pendingGraceMs, nowMs, limit],
     );
-    return rows.map((r) => ({ sourceName: r.source_name, appCode: r.app_code, sourceEventId: r.source_event_id, channel: r.channel, eventType: r.event_type, status: r.status }));
+    return rows.map((r) => ({ sourceName: r.source_name, appCode: r.app_code, sourceEventId: r.source_event_id, channel: r.channel, eventType: r.event_type, noticeKind: r.notice_kind, status: r.status }));
   }
 
   /**
@@ -111,7 +120,7 @@ export class LedgerRepository {
   }
 
   /** Deletes up to `limit` final rows of one status older than the cutoff; never touches a row still in flight. */
-  async purgeFinal(status: 'delivered' | 'failed', olderThanMs: number, limit: number): Promise<number> {
+  async purgeFinal(status: 'delivered' | 'failed' | 'superseded', olderThanMs: number, limit: number): Promise<number> {
     const [result] = await this.pool.query<ResultSetHeader>(
       `DELETE FROM ${TABLE} WHERE status = ? AND updated_at_ms < ? ORDER BY updated_at_ms LIMIT ?`,
       [status, olderThanMs, limit],
@@ -148,6 +157,11 @@ export class LedgerRepository {
   }
 }
 
+/** The stored form of a supersede scope: fixed-size bytes, whatever the identifiers' lengths. */
+export function supersedeKey(scope: string): Buffer {
+  return createHash('sha256').update(scope).digest();
+}
+
 function num(value: unknown): number | null {
   if (value === null || value === undefined) return null;
   return typeof value === 'number' ? value : Number(value);
@@ -177,5 +191,8 @@ export function toLedgerRow(r: RowDataPacket): LedgerRow {
     createdAtMs: Number(r.created_at_ms),
     updatedAtMs: Number(r.updated_at_ms),
     deliveredAtMs: num(r.delivered_at_ms),
+    supersedeVersion: r.supersede_version === null || r.supersede_version === undefined ? null : String(r.supersede_version),
+    supersedeKey: r.supersede_key ? Buffer.from(r.supersede_key) : null,
+    supersededBy: r.superseded_by ?? null,
   };
 }

@@ -7,14 +7,15 @@ import { DELIVERY_STATUSES, type DeliveryStatus } from './types.ts';
  *   pending ──claim──▶ delivering ──▶ delivered
  *   retryable ─claim─▶ delivering ──▶ retryable (transient error / rate limited, lock released)
  *   delivering (lock expired) ─claim─▶ delivering              └──▶ failed (permanent, or retries exhausted)
- *   failed ──operator requeue──▶ pending
+ *   failed ──operator requeue──▶ pending           └──▶ superseded (a newer version was already in the ledger; no send)
  */
 export const TRANSITIONS: Readonly<Record<DeliveryStatus, readonly DeliveryStatus[]>> = {
   pending: ['delivering'],
   retryable: ['delivering'],
-  delivering: ['delivering', 'delivered', 'retryable', 'failed'],
+  delivering: ['delivering', 'delivered', 'retryable', 'failed', 'superseded'],
   delivered: [],
   failed: ['pending'],
+  superseded: [],
 };
 
 export function canTransition(from: DeliveryStatus, to: DeliveryStatus): boolean {
@@ -47,6 +48,7 @@ export const STATEMENTS = {
   recordRetryable: { to: 'retryable', lock: 'ours' },
   releaseRateLimited: { to: 'retryable', lock: 'ours' },
   recordFailed: { to: 'failed', lock: 'ours' },
+  recordSuperseded: { to: 'superseded', lock: 'ours' },
   requeueFailed: { to: 'pending', lock: 'ours' },
 } as const satisfies Record<string, { to: DeliveryStatus; lock: LockRule }>;
 export type LedgerStatement = keyof typeof STATEMENTS;

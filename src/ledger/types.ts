@@ -1,4 +1,4 @@
-export const DELIVERY_STATUSES = ['pending', 'delivering', 'delivered', 'retryable', 'failed'] as const;
+export const DELIVERY_STATUSES = ['pending', 'delivering', 'delivered', 'retryable', 'failed', 'superseded'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 export const CHANNEL_TENCENT_IM_C2C = 'tencent_im_c2c';
@@ -22,6 +22,17 @@ export interface NewLedgerRow extends LedgerKey {
   lastError: string | null;
   sourceRowId: number | null;
   sourceCreatedAtMs: number | null;
+  /** Set for notices a newer version makes obsolete (see Supersede); absent otherwise. */
+  supersede?: Supersede | null;
+}
+
+/**
+ * What a notice is about and its version there: a newer version of the same scope makes an older notice obsolete
+ * (a balance after 20 changes needs only its latest). `scope` is hashed into supersede_key; `version` is int64 text.
+ */
+export interface Supersede {
+  scope: string;
+  version: string;
 }
 
 export interface LedgerRow extends LedgerKey {
@@ -43,6 +54,12 @@ export interface LedgerRow extends LedgerKey {
   createdAtMs: number;
   updatedAtMs: number;
   deliveredAtMs: number | null;
+  /** int64 text; null for notices that cannot be superseded. */
+  supersedeVersion: string | null;
+  /** SHA-256 of the supersede scope; null for notices that cannot be superseded. */
+  supersedeKey: Buffer | null;
+  /** The source_event_id of the newer notice that made this one obsolete. */
+  supersededBy: string | null;
 }
 
 export function formatKey(key: LedgerKey): string {

@@ -2,7 +2,8 @@ import type { NoticeConfig, OutboxWorkerConfig } from '../config/schema.ts';
 import type { OutboxSource } from '../outbox/source.ts';
 import { walletOutboxSource } from './wallet/source.ts';
 import { roomOutboxSource } from './room/source.ts';
-import { ROOM_SOURCE_NAME } from './room/mapping.ts';
+import { ROOM_NOTICE, ROOM_SOURCE_NAME } from './room/mapping.ts';
+import { VIP_NOTICE, WALLET_NOTICE } from './wallet/mapping.ts';
 import { parseRoomMqMessage } from './room/mq-message.ts';
 import type { ParsedMessage } from '../rocketmq/consumer-loop.ts';
 
@@ -14,12 +15,14 @@ export interface OutboxNoticeModule {
   source: OutboxSource;
   worker: OutboxWorkerConfig;
   workerKey: string;
+  /** The notice kinds its facts become: its poller's backpressure counts only those kinds' queues. */
+  noticeKinds: readonly string[];
 }
 
 export function outboxNoticeModules(config: NoticeConfig): OutboxNoticeModule[] {
   return [
-    { source: walletOutboxSource(config.wallet_database), worker: config.wallet_notice_worker, workerKey: 'wallet_notice_worker' },
-    { source: roomOutboxSource(config.room_database), worker: config.room_notice_worker, workerKey: 'room_notice_worker' },
+    { source: walletOutboxSource(config.wallet_database), worker: config.wallet_notice_worker, workerKey: 'wallet_notice_worker', noticeKinds: [WALLET_NOTICE, VIP_NOTICE] },
+    { source: roomOutboxSource(config.room_database), worker: config.room_notice_worker, workerKey: 'room_notice_worker', noticeKinds: [ROOM_NOTICE] },
   ];
 }
 

@@ -46,7 +46,8 @@ export class NoticeMetrics {
     labelNames: ['source', 'notice_kind', 'outcome', 'error_code'], registers: [this.registry],
   });
   readonly retries = new Counter({ name: 'notice_delivery_retries_total', help: 'Attempts that will be retried', labelNames: ['source'], registers: [this.registry] });
-  readonly rateLimitBackoffs = new Counter({ name: 'notice_rate_limit_backoffs_total', help: 'Times every sender was backed off on a Tencent over-frequency answer', registers: [this.registry] });
+  readonly rateLimitBackoffs = new Counter({ name: 'notice_rate_limit_backoffs_total', help: 'Tencent over-frequency answers; each lowers the shared send pace a little (see notice_send_pace)', registers: [this.registry] });
+  readonly sendPace = new Gauge({ name: 'notice_send_pace', help: 'Share of the configured send rate in use after the last over-frequency answer seen by this process (1 = full; it recovers on its own)', registers: [this.registry] });
   readonly sendsRefused = new Counter({ name: 'notice_send_admissions_refused_total', help: 'Sends refused by the app-wide rate (sliding second full, or a back-off on) that queued up again; a steady rise means deliver processes reach their slots late (starved CPU)', registers: [this.registry] });
   readonly sendLatency = new Histogram({
     name: 'notice_send_latency_seconds', help: 'Tencent IM sendmsg round trip', labelNames: ['outcome'],

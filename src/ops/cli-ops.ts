@@ -1,23 +1,23 @@
 import ms from 'ms';
-import type { NoticeConfig } from '../config/schema.ts';
+import { prioritisedKinds, type NoticeConfig } from '../config/schema.ts';
 import { createMysqlPool } from '../platform/mysql.ts';
 import { createRedis } from '../platform/redis.ts';
 import { LedgerQueries } from '../ledger/queries.ts';
 import { LedgerRepository } from '../ledger/repository.ts';
 import { sourcePolicy } from '../notices/registry.ts';
-import { createDeliverQueue, deliverJobId } from '../../queues/deliver-queue.ts';
+import { createDeliverQueues, type DeliverQueues } from '../../queues/deliver-queue.ts';
 import { presentRow } from '../ledger/present.ts';
 import { requeueFailed } from './requeue.ts';
 import { RoleConfigError } from '../app/role.ts';
 
-async function withResources<T>(config: NoticeConfig, work: (r: { pool: ReturnType<typeof createMysqlPool>; queue: ReturnType<typeof createDeliverQueue> }) => Promise<T>): Promise<T> {
+async function withResources<T>(config: NoticeConfig, work: (r: { pool: ReturnType<typeof createMysqlPool>; queues: DeliverQueues }) => Promise<T>): Promise<T> {
   const pool = createMysqlPool(config.mysql.url, 2);
   const redis = createRedis(config.redis.url, 'producer', { cluster: config.redis.cluster });
-  const queue = createDeliverQueue(redis, config.redis.prefix);
+  const queues = createDeliverQueues(redis, config.redis.prefix, prioritisedKinds(config));
   try {
-    return await work({ pool, queue });
+    return await work({ pool, queues });
   } finally {
-    await queue.close().catch(() => undefined);
+    await queues.close();
     redis.disconnect();
     await pool.end();
   }
@@ -25,10 +25,10 @@ async function withResources<T>(config: NoticeConfig, work: (r: { pool: ReturnTy
 
 /** `notice-service inspect <event_id>`: every ledger row of the event, with its BullMQ job state. */
 export async function inspectEvent(config: NoticeConfig, eventId: string): Promise<unknown[]> {
-  return withResources(config, async ({ pool, queue }) => {
+  return withResources(config, async ({ pool, queues }) => {
     const rows = await new LedgerQueries(pool).byEventId(eventId);
     return Promise.all(rows.map(async (row) => {
-      const job = await queue.getJob(deliverJobId(row));
+      const job = await queues.getJob(row);
       return { ...presentRow(row), job: job ? { id: job.id, state: await job.getState(), attempts_made: job.attemptsMade, failed_reason: job.failedReason || null } : null };
     }));
   });
@@ -54,7 +54,7 @@ export async function requeueCommand(config: NoticeConfig, options: RequeueComma
   if (options.status !== 'failed') throw new RoleConfigError(`--status: only "failed" rows can be requeued, got "${options.status}"`);
   const sinceMs = options.since ? parseSince(options.since) : undefined;
   const policyFor = sourcePolicy(config);
-  return withResources(config, async ({ pool, queue }) => {
+  return withResources(config, async ({ pool, queues }) => {
     const queries = new LedgerQueries(pool);
     const ledger = new LedgerRepository(pool);
     let matched = 0;
@@ -70,7 +70,7 @@ export async function requeueCommand(config: NoticeConfig, options: RequeueComma
         offset += rows.length;
         continue;
       }
-      const result = await requeueFailed(ledger, queue, rows, (source) => policyFor(source).maxRetryCount);
+      const result = await requeueFailed(ledger, queues, rows, (source) => policyFor(source).maxRetryCount);
       requeued += result.requeued.length;
       skipped.push(...result.skipped.map((s) => ({ event_id: s.key.sourceEventId, reason: s.reason })));
       offset += result.skipped.length;

@@ -1,7 +1,6 @@
-import type { Queue } from 'bullmq';
 import type { LedgerRepository } from '../ledger/repository.ts';
 import type { LedgerKey, LedgerRow } from '../ledger/types.ts';
-import { deliverJobId, enqueueDeliveries, type DeliverJobData } from '../../queues/deliver-queue.ts';
+import { enqueueDeliveries, type DeliverQueues } from '../../queues/deliver-queue.ts';
 
 export interface RequeueResult {
   requeued: LedgerKey[];
@@ -13,7 +12,7 @@ export interface RequeueResult {
  * sit in the failed set, where it would swallow the new add, so it is removed first. Rows without a payload
  * (malformed at ingest) cannot be sent and are skipped with a reason.
  */
-export async function requeueFailed(ledger: LedgerRepository, queue: Queue<DeliverJobData>, rows: readonly LedgerRow[], maxRetryFor: (source: string) => number, nowMs = Date.now()): Promise<RequeueResult> {
+export async function requeueFailed(ledger: LedgerRepository, queues: DeliverQueues, rows: readonly LedgerRow[], maxRetryFor: (source: string) => number, nowMs = Date.now()): Promise<RequeueResult> {
   const skipped: RequeueResult['skipped'] = [];
   const candidates: LedgerRow[] = [];
   for (const row of rows) {
@@ -23,9 +22,9 @@ export async function requeueFailed(ledger: LedgerRepository, queue: Queue<Deliv
   }
   const moved = await ledger.requeueFailed(candidates, nowMs);
   for (const row of moved) {
-    const existing = await queue.getJob(deliverJobId(row));
+    const existing = await queues.getJob(row);
     if (existing && ((await existing.isFailed()) || (await existing.isCompleted()))) await existing.remove();
   }
-  await enqueueDeliveries(queue, moved.map((row) => ({ key: row, eventType: row.eventType, maxRetryCount: maxRetryFor(row.sourceName) })));
+  await enqueueDeliveries(queues, moved.map((row) => ({ key: row, eventType: row.eventType, noticeKind: row.noticeKind, maxRetryCount: maxRetryFor(row.sourceName) })));
   return { requeued: moved, skipped };
 }

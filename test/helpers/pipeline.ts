@@ -8,3 +8,9 @@ export async function startPipeline(config: NoticeConfig, roles: RoleName[] = ['
   await proc.start();
   return proc;
 }
+
+/** Jobs in any state across every deliver queue of the process, to show that something did (or did not) add one. */
+export async function jobCounts(proc: NoticeProcess): Promise<number> {
+  const counts = await Promise.all(proc.queues.all.map((q) => q.getJobCountByTypes('wait', 'delayed', 'prioritized', 'completed', 'failed', 'active')));
+  return counts.reduce((a, b) => a + b, 0);
+}

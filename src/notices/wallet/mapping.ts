@@ -2,6 +2,7 @@ import type { MappedEvent, OutboxRow } from '../types.ts';
 import { describeZodError, parsePayloadJson, rawPayloadText } from '../payload-json.ts';
 import { LIMITS } from '../../intake/fact-validation.ts';
 import { toNotice } from '../notice-event.ts';
+import type { Supersede } from '../../ledger/types.ts';
 import { vipActivatedPayload, walletBalanceChangedPayload } from './payloads.ts';
 
 export const WALLET_NOTICE = 'wallet_notice';
@@ -41,6 +42,7 @@ export function mapWalletOutboxRow(row: OutboxRow, recordedAtMs: number): Mapped
   };
   const sourceCreatedAtMs = typeof row.created_at_ms === 'number' && Number.isSafeInteger(row.created_at_ms) ? row.created_at_ms : null;
   let payload: Record<string, unknown>;
+  let supersede: Supersede | undefined;
   if (eventType === 'WalletBalanceChanged') {
     const parsed = walletBalanceChangedPayload.safeParse(raw);
     if (!parsed.success) return malformed(`WalletBalanceChanged payload: ${describeZodError(parsed.error)}`);
@@ -60,6 +62,8 @@ export function mapWalletOutboxRow(row: OutboxRow, recordedAtMs: number): Mapped
       source_created_at_ms: sourceCreatedAtMs,
       metadata: p.metadata,
     };
+    // A newer balance_version of the same app, user and asset makes this notice obsolete (see the README's contract).
+    supersede = { scope: ['WalletBalanceChanged', row.app_code, userId, p.asset_type].join('\u0000'), version: String(p.balance_version) };
   } else {
     const parsed = vipActivatedPayload.safeParse(raw);
     if (!parsed.success) return malformed(`VipActivated payload: ${describeZodError(parsed.error)}`);
@@ -84,5 +88,5 @@ export function mapWalletOutboxRow(row: OutboxRow, recordedAtMs: number): Mapped
       source_created_at_ms: sourceCreatedAtMs,
     };
   }
-  return toNotice(payload, { eventType, userId, noticeKind });
+  return toNotice(payload, { eventType, userId, noticeKind }, supersede);
 }
