@@ -22,8 +22,15 @@ export function renderMarkdown(r: Record<string, any>): string {
   }
   if (r.rate_limit) {
     const l = r.rate_limit;
-    out.push(`**Rate limit 200/s, 3 deliver processes, ${l.events} backlog** (median rate; worst run for the busiest second and over-frequency): drained in ${l.drain_seconds} s, ${l.achieved_per_second}/s = ${l.share_of_200} % of 200/s; busiest second ${l.busiest_aligned_second} (aligned), ${l.busiest_sliding_second} (sliding); over-frequency answers ${l.over_frequency_answers}.`, '');
+    out.push(`**Rate limit 200/s, 3 deliver processes, ${l.events} backlog** against a strict fake-im (refused calls count in the sliding second too; median rate; worst run for the busiest second and over-frequency): drained in ${l.drain_seconds} s, ${l.achieved_per_second}/s = ${l.share_of_200} % of 200/s; busiest second ${l.busiest_aligned_second} (aligned), ${l.busiest_sliding_second} (sliding); over-frequency answers ${l.over_frequency_answers} (median ${l.over_frequency_share ?? '–'} % of requests).`, '');
     if (l.runs) out.push(`Runs (share of 200/s / over-frequency answers / busiest sliding second): ${l.runs.map((x: any) => `${x.share_of_200} % / ${x.over_frequency_answers} / ${x.busiest_sliding_second}`).join('; ')}`, '');
+  }
+  if (r.overload) {
+    const o = r.overload;
+    out.push(`**Overload** (${o.users} users × ${o.versions} balance changes in one burst, a kick every ${o.kick_every_ms} ms, 2 deliver processes, fake-im refusing > 200 calls per sliding second and counting refused calls; medians of each column over the runs)`, '',
+      '| variant | kick p50 ms | kick p99 ms | newest balance after burst, s | requests | requests / events | over-frequency answers | kick p99 of each run |', '|---|---|---|---|---|---|---|---|');
+    for (const v of [o.shipped, o.fifo]) out.push(`| ${v.variant} | ${v.kick_p50_ms} | ${v.kick_p99_ms} | ${v.newest_balance_after_burst_s} | ${v.requests} | ${v.requests_share_of_events} % | ${v.over_frequency_answers} | ${v.runs.map((x: any) => x.kick_p99_ms).join(', ')} |`);
+    out.push('');
   }
   if (r.recovery) {
     const v = r.recovery;
@@ -57,9 +64,15 @@ function targets(r: Record<string, any>): string[] {
   const under250 = r.latency_poller?.filter((l: any) => l.p99_ms < 250).map((l: any) => l.poll_interval);
   if (under250) rows.push(['a poll setting with p99 < 250 ms', under250.join(', ') || 'none', under250.length > 0]);
   if (r.rate_limit) {
-    rows.push(['no one-second window above 200', `${r.rate_limit.busiest_sliding_second} (sliding)`, r.rate_limit.busiest_sliding_second <= 200]);
-    rows.push(['zero over-frequency answers', String(r.rate_limit.over_frequency_answers), r.rate_limit.over_frequency_answers === 0]);
-    rows.push(['achieved ≥ 95 % of 200/s', `${r.rate_limit.share_of_200} %`, r.rate_limit.share_of_200 >= 95]);
+    rows.push(['no one-second window above 200 (delivered)', `${r.rate_limit.busiest_sliding_second} (sliding)`, r.rate_limit.busiest_sliding_second <= 200]);
+    rows.push(['over-frequency answers ≤ 0.1 % of requests (strict fake)', `${r.rate_limit.over_frequency_share ?? '–'} %`, (r.rate_limit.over_frequency_share ?? Infinity) <= 0.1]);
+    rows.push(['drain ≥ 95 % of 200/s (aim 97 %)', `${r.rate_limit.share_of_200} %`, r.rate_limit.share_of_200 >= 95]);
+  }
+  if (r.overload) {
+    const s = r.overload.shipped;
+    rows.push(['overload: kick p99 ≤ 1 s', `${s.kick_p99_ms} ms`, s.kick_p99_ms <= 1000]);
+    rows.push(['overload: every newest balance ≤ 10 s after the burst', `${s.newest_balance_after_burst_s} s`, s.newest_balance_after_burst_s <= 10]);
+    rows.push(['overload: requests ≤ 25 % of events', `${s.requests_share_of_events} %`, s.requests_share_of_events <= 25]);
   }
   if (r.growth) {
     for (const k of ['idle_poll', 'batch_poll', 'reconciler_pass']) rows.push([`${k.replace('_', ' ')} at 2M within 1.5× of 10k`, `${r.growth.ratios[k]}×`, r.growth.ratios[k] <= 1.5]);

@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: real notice-service processes against the local MariaDB, a private redis-server and fake-im
  * (answering after 20 ms, like a regional API). Prints a markdown table and writes bench/report.{md,json}.
- * BENCH_SMOKE=1 runs every phase tiny (seconds) to keep the bench working in CI; BENCH_ONLY=a,b picks phases (capacity, baseline, latency, latency_limited, ratelimit, recovery, growth, sparse, footprint);
+ * BENCH_SMOKE=1 runs every phase tiny (seconds) to keep the bench working in CI; BENCH_ONLY=a,b picks phases (capacity, baseline, latency, latency_limited, ratelimit, overload, recovery, growth, sparse, footprint);
  * BENCH_RUNS sets the repetitions whose median is reported.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -13,6 +13,7 @@ import { runBaseline } from './baseline.ts';
 import { median, percentile } from './proc-stats.ts';
 import { runGrowth } from './growth.ts';
 import { runSparse } from './sparse.ts';
+import { overloadRun } from './overload.ts';
 import { FakeRocketMqProxy } from '../test/helpers/fake-rocketmq-proxy.ts';
 import { kick, mqBody } from '../test/helpers/room.ts';
 import { waitFor } from '../test/helpers/env.ts';
@@ -240,7 +241,8 @@ async function rateLimitRun(events: number) {
   const world = await createWorld({ ...PIPELINE, tencent_im: { request_timeout: '3s', rate_limit_per_second: 200, base_url: im.url } });
   try {
     await im.start(world.env.configFile);
-    await im.setFaults({ delay_ms: IM_LATENCY_MS, rate_limit_per_second: 200 });
+    // Strict, like a real gateway: refused calls count in the sliding second too.
+    await im.setFaults({ delay_ms: IM_LATENCY_MS, rate_limit_per_second: 200, rate_limit_counts_rejected: true });
     await preload(world.env.owner, world.env.config.wallet_database, events);
     // The deliver processes are up before the backlog reaches them, as long-running ones are: started after ingest,
     // the first one drained while the other two (and ingest) were still loading, and their start-up CPU on this
@@ -263,7 +265,8 @@ async function rateLimitRun(events: number) {
     const stats = await im.stats();
     return {
       drain_seconds: Math.round(seconds * 10) / 10, busiest_aligned_second: stats.max_per_second, busiest_sliding_second: busiest,
-      over_frequency_answers: stats.by_code['60007'] ?? 0, achieved_per_second: Math.round((events / seconds) * 10) / 10, share_of_200: Math.round((events / seconds / 200) * 1000) / 10,
+      over_frequency_answers: stats.by_code['60007'] ?? 0, requests: stats.requests,
+      over_frequency_share: Math.round(((stats.by_code['60007'] ?? 0) / stats.requests) * 100_000) / 1000, achieved_per_second: Math.round((events / seconds) * 10) / 10, share_of_200: Math.round((events / seconds / 200) * 1000) / 10,
     };
   } finally {
     await world.close();
@@ -284,7 +287,29 @@ if (want('ratelimit')) {
     drain_seconds: medianOf(runs, (r) => r.drain_seconds), achieved_per_second: medianOf(runs, (r) => r.achieved_per_second), share_of_200: medianOf(runs, (r) => r.share_of_200),
     busiest_aligned_second: Math.max(...runs.map((r) => r.busiest_aligned_second)), busiest_sliding_second: Math.max(...runs.map((r) => r.busiest_sliding_second)),
     over_frequency_answers: Math.max(...runs.map((r) => r.over_frequency_answers)),
+    over_frequency_share: medianOf(runs, (r) => r.over_frequency_share),
   };
+}
+
+/**
+ * 4b. Overload: a gift storm while kicks keep coming, Tencent's quota the bottleneck; as shipped and with priorities
+ * and superseded skipping off, alternating in the same run so both meet the same machine.
+ */
+if (want('overload')) {
+  const size = SMOKE ? { users: 30, versions: 5 } : { users: 300, versions: 20 };
+  const runs: Record<'shipped' | 'fifo', Array<Awaited<ReturnType<typeof overloadRun>>>> = { shipped: [], fifo: [] };
+  for (let i = 0; i < RUNS; i++) {
+    for (const shipped of [true, false]) {
+      log(`overload: ${size.users} users × ${size.versions} balance changes, a kick every 250 ms, ${shipped ? 'as shipped' : 'FIFO, every balance sent'}, run ${i + 1}/${RUNS}`);
+      runs[shipped ? 'shipped' : 'fifo'].push(await overloadRun({ ...size, kickEveryMs: 250, imLatencyMs: IM_LATENCY_MS, shipped }));
+    }
+  }
+  const summary = (list: Array<Awaited<ReturnType<typeof overloadRun>>>) => ({
+    variant: list[0]!.variant,
+    ...Object.fromEntries((['kick_p50_ms', 'kick_p99_ms', 'kick_max_ms', 'newest_balance_after_burst_s', 'requests', 'requests_share_of_events', 'over_frequency_answers'] as const).map((k) => [k, medianOf(list, (r) => r[k])])),
+    runs: list,
+  });
+  report.overload = { ...size, kick_every_ms: 250, shipped: summary(runs.shipped), fifo: summary(runs.fifo) };
 }
 
 /**
