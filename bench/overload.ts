@@ -35,7 +35,8 @@ function stormRow(user: number, version: number, nowMs: number): WalletRow {
 
 export async function overloadRun(o: OverloadOptions) {
   const im = await RemoteFakeIm.reservePort();
-  const deliver = o.shipped ? {} : { priority: {}, skip_superseded: { WalletBalanceChanged: false } };
+  // Explicit both ways: PIPELINE turns skipping off for the other phases.
+  const deliver = o.shipped ? { skip_superseded: { WalletBalanceChanged: true } } : { priority: {}, skip_superseded: { WalletBalanceChanged: false } };
   const world = await createWorld({
     ...PIPELINE,
     tencent_im: { request_timeout: '3s', rate_limit_per_second: 200, base_url: im.url },
