@@ -67,4 +67,14 @@ surprise: 1`,
   it('reports YAML syntax errors and missing files clearly', () => {
     expect(problemsOf('mysql: [unclosed')[0]).toMatch(/^YAML syntax/);
   });
+
+  it('prioritises kicks over VIP over balances by default, merges skip_superseded with its default, and refuses to skip a type without versions', () => {
+    const config = parseConfigText(minimal, 't', {});
+    expect(config.deliver.priority).toEqual({ room_notice: 60_000, vip_notice: 20_000, wallet_notice: 0 });
+    expect(config.deliver.skip_superseded).toEqual({ WalletBalanceChanged: true });
+    expect(parseConfigText(`${minimal}\ndeliver: { skip_superseded: { RoomUserKicked: false }, priority: { room_notice: 5s } }`, 't', {}).deliver)
+      .toMatchObject({ skip_superseded: { WalletBalanceChanged: true, RoomUserKicked: false }, priority: { room_notice: 5000 } });
+    expect(problemsOf(`${minimal}\ndeliver: { skip_superseded: { VipActivated: true } }`).join('\n')).toMatch(/deliver\.skip_superseded\.VipActivated.*carry no version/);
+    expect(problemsOf(`${minimal}\ndeliver: { priority: { "Room Notice": 1s } }`).join('\n')).toMatch(/deliver\.priority/);
+  });
 });

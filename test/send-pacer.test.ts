@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { PACE_SHARE, SendPacer, WARM_UP_MS, WARM_UP_SPACING } from '../deliver/send-pacer.ts';
+import { PACE_DECREASE, PACE_FLOOR, PACE_HOLD_MS, PACE_SHARE, SendPacer, WARM_UP_MS, WARM_UP_SPACING } from '../deliver/send-pacer.ts';
 import { REDIS_URL } from './helpers/env.ts';
 
 /** The shared send clock, against the real Redis: slots are what makes "no sliding second above the limit" hold. */
@@ -167,5 +167,41 @@ describe('send pacer', () => {
     const waited = performance.now() - started;
     expect(waited).toBeGreaterThan(300);
     expect(waited).toBeLessThan(2000);
+  });
+
+  it('an over-frequency answer lowers the pace of every process a little, once per burst of answers, never below the floor', async () => {
+    const shared = prefix();
+    const a = new SendPacer(connect(), shared, 200);
+    const b = new SendPacer(connect(), shared, 200);
+    // Past the warm-up, slots are one interval apart.
+    for (let i = 0; i < 150; i++) await a.reserve();
+    const before = [await a.reserve(), await a.reserve()];
+    expect(before[1]!.slotUs - before[0]!.slotUs).toBe(a.intervalUs);
+    // Several answers from one bunch count once.
+    const paces = await Promise.all([a.overFrequency(), b.overFrequency(), b.overFrequency()]);
+    expect(paces.every((p) => Math.abs(p - PACE_DECREASE) < 0.002)).toBe(true);
+    // The other process's slots are spaced by the lowered pace (it recovers a little while we look: 5 %/s).
+    const after = [await b.reserve(), await b.reserve()];
+    const spacing = after[1]!.slotUs - after[0]!.slotUs;
+    expect(spacing).toBeGreaterThan(a.intervalUs / (PACE_DECREASE + 0.01));
+    expect(spacing).toBeLessThanOrEqual(Math.ceil(a.intervalUs / PACE_DECREASE));
+    // And the sliding second admits fewer: cap × pace.
+    const admitted = await Promise.all(Array.from({ length: a.cap }, () => a.admit()));
+    expect(admitted.filter(Boolean).length).toBe(Math.floor(a.cap * PACE_DECREASE));
+    // Bunches far apart keep lowering it, down to the floor and no further.
+    let pace = 1;
+    for (let i = 0; i < 10; i++) {
+      await new Promise((r) => setTimeout(r, PACE_HOLD_MS + 10));
+      pace = await a.overFrequency();
+    }
+    expect(pace).toBeCloseTo(PACE_FLOOR, 2);
+  });
+
+  it('without a rate limit an over-frequency answer stops every process for a second', async () => {
+    const shared = prefix();
+    const pacer = new SendPacer(connect(), shared, 0);
+    await new SendPacer(connect(), shared, 0).overFrequency();
+    const { waitMs } = await pacer.reserve();
+    expect(waitMs).toBeGreaterThan(900);
   });
 });
