@@ -28,7 +28,7 @@ describe('send pacer', () => {
       while (slots[i]! - slots[j]! >= 1_000_000) j++;
       busiest = Math.max(busiest, i - j + 1);
     }
-    // 600 sends at 95 % of 200/s span three seconds; the fullest second of slots holds at most 190, which leaves
+    // 600 sends at PACE_SHARE of 200/s span about three seconds; the fullest second of slots holds at most the cap, which leaves
     // the rest of the limit for the spread between a grant and the request's arrival.
     expect(busiest).toBe(Math.floor(1_000_000 / interval) + 1);
     expect(busiest).toBeLessThanOrEqual(Math.floor(200 * PACE_SHARE));
