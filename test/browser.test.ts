@@ -48,7 +48,7 @@ describe('dashboard in a real browser', () => {
     await page.getByText('deliver-tencent-im-c2c').first().waitFor({ timeout: 15_000 });
     await page.getByText('staging').first().waitFor();
     // The failed tab of the queue lists the dead-lettered job by its event type.
-    await page.goto(`${base}/queues/queue/deliver-tencent-im-c2c?status=failed`);
+    await page.goto(`${base}/queues/queue/deliver-tencent-im-c2c-wallet_notice?status=failed`);
     await page.getByText('WalletBalanceChanged').first().waitFor({ timeout: 15_000 });
     await page.screenshot({ path: join(SCREENSHOT_DIR, 'bull-board.png') });
 
@@ -79,8 +79,8 @@ describe('dashboard in a real browser', () => {
     const evil = http.createServer((req, res) => {
       res.setHeader('content-type', 'text/html');
       if (req.url === '/frame') return void res.end(`<iframe id="f" src="${base}/notices"></iframe>`);
-      res.end(`<form id="x" method="POST" enctype="text/plain" action="${base}/queues/api/queues/deliver-tencent-im-c2c/add"><input name='{"name":"junk","data":{},"x":"' value='"}'></form>
-        <script>fetch(${JSON.stringify(`${base}/queues/api/queues/deliver-tencent-im-c2c/add`)}, { method: 'POST', mode: 'no-cors', credentials: 'include', headers: { 'content-type': 'text/plain' }, body: '{"name":"junk","data":{}}' }).finally(() => document.getElementById('x').submit());</script>`);
+      res.end(`<form id="x" method="POST" enctype="text/plain" action="${base}/queues/api/queues/deliver-tencent-im-c2c-wallet_notice/add"><input name='{"name":"junk","data":{},"x":"' value='"}'></form>
+        <script>fetch(${JSON.stringify(`${base}/queues/api/queues/deliver-tencent-im-c2c-wallet_notice/add`)}, { method: 'POST', mode: 'no-cors', credentials: 'include', headers: { 'content-type': 'text/plain' }, body: '{"name":"junk","data":{}}' }).finally(() => document.getElementById('x').submit());</script>`);
     });
     await new Promise<void>((resolve) => evil.listen(0, 'localhost', () => resolve()));
     try {

@@ -32,7 +32,7 @@ describe('dashboard', () => {
     const routes: Array<[string, string]> = [
       ['GET', '/'], ['GET', '/admin'], ['GET', '/admin/queues'], ['GET', '/admin/queues/api/queues'], ['GET', '/admin/notices'],
       ['GET', '/admin/api/notices?event_id=x'], ['GET', '/admin/api/notices/failed'], ['POST', '/admin/api/notices/requeue'],
-      ['PUT', '/admin/queues/api/queues/deliver-tencent-im-c2c/retry/failed'], ['GET', '/admin/queues/static/nothing.js'],
+      ['PUT', '/admin/queues/api/queues/deliver-tencent-im-c2c-wallet_notice/retry/failed'], ['GET', '/admin/queues/static/nothing.js'],
     ];
     const origin = base.replace('/admin', '');
     for (const [method, path] of routes) {
@@ -71,17 +71,19 @@ describe('dashboard', () => {
 
   it('read-only mode is enforced by the server, not just hidden buttons', async () => {
     const { base } = await setup({ read_only: true });
-    const retry = await fetch(`${base}/queues/api/queues/deliver-tencent-im-c2c/retry/failed`, { method: 'PUT', headers: auth() });
+    const retry = await fetch(`${base}/queues/api/queues/deliver-tencent-im-c2c-wallet_notice/retry/failed`, { method: 'PUT', headers: auth() });
     expect(retry.status).toBe(405);
-    const clean = await fetch(`${base}/queues/api/queues/deliver-tencent-im-c2c/clean/failed`, { method: 'PUT', headers: auth() });
+    const clean = await fetch(`${base}/queues/api/queues/deliver-tencent-im-c2c-wallet_notice/clean/failed`, { method: 'PUT', headers: auth() });
     expect(clean.status).toBe(405);
     const requeue = await fetch(`${base}/api/notices/requeue`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: JSON.stringify({ keys: [] }) });
     expect(requeue.status).toBe(405);
     const queues = await (await fetch(`${base}/queues/api/queues`, { headers: auth() })).json();
-    expect(queues.queues[0]).toMatchObject({ name: 'deliver-tencent-im-c2c', readOnlyMode: true });
+    // One queue per prioritised kind, most urgent first, and the shared one; all read-only.
+    expect(queues.queues.map((q: { name: string }) => q.name)).toEqual(['deliver-tencent-im-c2c-room_notice', 'deliver-tencent-im-c2c-vip_notice', 'deliver-tencent-im-c2c-wallet_notice', 'deliver-tencent-im-c2c']);
+    expect(queues.queues.every((q: { readOnlyMode: boolean }) => q.readOnlyMode)).toBe(true);
     // Job data shown is the ledger key, nothing else.
-    const failedJobs = await (await fetch(`${base}/queues/api/queues?activeQueue=deliver-tencent-im-c2c&status=failed&page=1`, { headers: auth() })).json();
-    const job = failedJobs.queues[0].jobs[0];
+    const failedJobs = await (await fetch(`${base}/queues/api/queues?activeQueue=deliver-tencent-im-c2c-wallet_notice&status=failed&page=1`, { headers: auth() })).json();
+    const job = failedJobs.queues.find((q: { name: string }) => q.name === 'deliver-tencent-im-c2c-wallet_notice').jobs[0];
     expect(Object.keys(job.data).sort()).toEqual(['appCode', 'channel', 'eventType', 'sourceEventId', 'sourceName']);
   });
 
@@ -128,7 +130,7 @@ describe('dashboard hardening (plain HTTP)', () => {
 
   it('refuses cross-site writes and non-JSON bodies; pipeline-corrupting bull-board calls are disabled', async () => {
     const { base } = await setup();
-    const q = `${base}/queues/api/queues/deliver-tencent-im-c2c`;
+    const q = `${base}/queues/api/queues/deliver-tencent-im-c2c-wallet_notice`;
     const jobsBefore = await jobCounts(proc!);
     // What a foreign page's form or no-cors fetch sends with the browser's cached credentials.
     const crossSite = await fetch(`${q}/add`, { method: 'POST', headers: { ...auth(), origin: 'http://evil.example', 'sec-fetch-site': 'cross-site', 'content-type': 'text/plain' }, body: '{"name":"junk","data":{}}' });

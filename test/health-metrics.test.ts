@@ -63,7 +63,7 @@ describe('health and metrics', () => {
     expect(metrics).toMatch(/notice_send_slot_wait_seconds_count 4/);
     expect(metrics).toContain('notice_ingest_rows_behind{source="wallet_outbox"} 0');
     expect(metrics).toContain('notice_ingest_open_gap_ids{source="wallet_outbox"} 0');
-    expect(metrics).toMatch(/notice_queue_jobs\{queue="deliver-tencent-im-c2c",state="failed"\} 1/);
+    expect(metrics).toMatch(/notice_queue_jobs\{queue="deliver-tencent-im-c2c-wallet_notice",state="failed"\} 1/);
     expect(metrics).toMatch(/notice_ingest_seconds_since_last_event\{source="wallet_outbox"\} \d/);
     expect(metrics).toContain('notice_process_resident_memory_bytes');
 

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { PoolConnection } from 'mysql2/promise';
 import { createTestEnv, type TestEnv } from '../helpers/env.ts';
 import { balanceChanged, insertWalletRows } from '../helpers/outbox.ts';
+import { insertRoomRows, kick } from '../helpers/room.ts';
 import { PrivateRedis } from '../helpers/redis-server.ts';
 import { PrivateMariaDb } from '../helpers/mariadb-server.ts';
 import { spawnNotice, waitForOutput, type Spawned } from '../helpers/spawn.ts';
@@ -37,6 +38,8 @@ export interface Scenario {
   notImported?: string[];
   /** Run on a private MariaDB instance (for faults that restart the server) instead of the shared one. */
   privateMysql?: boolean;
+  /** Also commit a room kick this often (room outbox) until the writers and the injection are done. */
+  kickEveryMs?: number;
 }
 
 export interface Harness {
@@ -58,6 +61,8 @@ export interface ScenarioResult {
   rolled_back: number;
   delivered: number;
   failed: number;
+  /** Finished unsent because a newer version of the same balance was delivered (checked: one was). */
+  superseded: number;
   /** Committed events whose ledger row is still not final when the drain ends. */
   stuck: number;
   failed_by_code: Record<string, number>;
@@ -156,17 +161,31 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   const writers = Promise.all(Array.from({ length: w.connections }, writer)).then(() => {
     writing = false;
   });
-  await Promise.all([writers, s.inject?.(h)]);
+  let injecting = true;
+  const kicker = async () => {
+    for (let k = 1; s.kickEveryMs && (writing || injecting); k++) {
+      await retry(() => insertRoomRows(env.owner, env.config.room_database, [{ ...kick(k), created_at_ms: Date.now() }]), 10).catch(() => undefined);
+      await sleep(s.kickEveryMs);
+    }
+  };
+  await Promise.all([writers, (async () => {
+    await s.inject?.(h);
+    injecting = false;
+  })(), kicker()]);
   const writtenAt = Date.now();
   // What the owners committed is what the outbox holds (a commit cut by a server restart may have landed or not).
   const [outboxRows] = await retry(() => env.owner.query<any[]>(`SELECT event_id FROM \`${env.config.wallet_database}\`.wallet_outbox`));
   const committedIds = new Set<string>(outboxRows.map((r) => r.event_id as string));
+  if (s.kickEveryMs) {
+    const [kicks] = await retry(() => env.owner.query<any[]>(`SELECT event_id FROM \`${env.config.room_database}\`.room_outbox`));
+    for (const r of kicks) committedIds.add(r.event_id as string);
+  }
 
   // Drain: every committed event reaches a final ledger state.
   let finalCount = 0;
   const deadline = Date.now() + 180_000;
   while (Date.now() < deadline) {
-    const [rows] = await retry(() => env.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_delivery_events WHERE status IN ('delivered', 'failed')"));
+    const [rows] = await retry(() => env.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_delivery_events WHERE status IN ('delivered', 'failed', 'superseded')"));
     finalCount = Number(rows[0].n);
     if (finalCount >= committedIds.size) break;
     await sleep(250);
@@ -174,6 +193,11 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   const drainSeconds = (Date.now() - writtenAt) / 1000;
 
   const [ledger] = await retry(() => env.notice.query<any[]>('SELECT source_event_id, status, last_error_code FROM notice_delivery_events'));
+  // A superseded row is only right if a newer version of the same balance reached the user.
+  const [unjustified] = await retry(() => env.notice.query<any[]>(
+    `SELECT s.source_event_id FROM notice_delivery_events s WHERE s.status = 'superseded' AND NOT EXISTS (
+       SELECT 1 FROM notice_delivery_events d WHERE d.supersede_key = s.supersede_key AND d.channel = s.channel AND d.supersede_version > s.supersede_version AND d.status = 'delivered')`));
+  const unjustifiedIds = new Set(unjustified.map((r) => String(r.source_event_id)));
   const ledgerById = new Map(ledger.map((r) => [r.source_event_id as string, r]));
   const messages = env.fakeIm.messages();
   const perEvent = new Map<string, number>();
@@ -188,8 +212,8 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   let stuck = 0;
   for (const id of committedIds) {
     const row = ledgerById.get(id);
-    if (row && row.status !== 'failed' && row.status !== 'delivered') stuck++;
-    else if (!row || (row.status === 'delivered' && !perEvent.has(id))) lost++;
+    if (row && !['failed', 'delivered', 'superseded'].includes(row.status)) stuck++;
+    else if (!row || (row.status === 'delivered' && !perEvent.has(id)) || unjustifiedIds.has(id)) lost++;
   }
   const phantom = [...perEvent.keys()].filter((id) => !committedIds.has(id)).length;
 
@@ -201,7 +225,8 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
 
   const result: ScenarioResult = {
     scenario: s.name, title: s.title, written: committedIds.size, rolled_back: rolledBack + cut.filter((id) => !committedIds.has(id)).length,
-    delivered: ledger.filter((r) => r.status === 'delivered').length, failed: ledger.filter((r) => r.status === 'failed').length, stuck,
+    delivered: ledger.filter((r) => r.status === 'delivered').length, failed: ledger.filter((r) => r.status === 'failed').length,
+    superseded: ledger.filter((r) => r.status === 'superseded').length, stuck,
     failed_by_code: failedByCode, fake_im_requests: env.fakeIm.getStats().requests,
     duplicate_sends: messages.filter((m) => m.duplicate).length,
     user_visible_duplicates: [...perEvent.values()].filter((n) => n > 1).length,
