@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PoolConnection } from 'mysql2/promise';
 import { createTestEnv, type TestEnv } from '../helpers/env.ts';
-import { balanceChanged, insertWalletRows } from '../helpers/outbox.ts';
+import { balanceChanged, insertWalletRows, type WalletRow } from '../helpers/outbox.ts';
 import { insertRoomRows, kick } from '../helpers/room.ts';
 import { PrivateRedis } from '../helpers/redis-server.ts';
 import { PrivateMariaDb } from '../helpers/mariadb-server.ts';
@@ -21,6 +21,8 @@ export interface WriterOptions {
   rollbackRate: number;
   /** SET SESSION auto_increment_increment on each writer connection (MySQL Group Replication uses 7). */
   autoIncrementIncrement: number;
+  /** The n-th outbox row (default balanceChanged: 50 users with rising versions). */
+  row: (n: number) => WalletRow;
 }
 
 export interface Scenario {
@@ -122,7 +124,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   for (let i = 0; i < s.deliver; i++) await h.spawn('deliver');
   const started = Date.now();
 
-  const w: WriterOptions = { connections: 4, ratePerSecond: 600, maxRowsPerTx: 3, maxCommitDelayMs: 0, rollbackRate: 0, autoIncrementIncrement: 1, ...s.writer };
+  const w: WriterOptions = { connections: 4, ratePerSecond: 600, maxRowsPerTx: 3, maxCommitDelayMs: 0, rollbackRate: 0, autoIncrementIncrement: 1, row: balanceChanged, ...s.writer };
   let next = 0;
   /** Rows whose transaction was cut by a fault: committed or not, as the outbox says at the end. */
   const cut: string[] = [];
@@ -130,7 +132,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     let conn: PoolConnection | null = null;
     while (next < s.events) {
       const size = Math.min(1 + Math.floor(Math.random() * w.maxRowsPerTx), s.events - next);
-      const rows = Array.from({ length: size }, () => balanceChanged(++next));
+      const rows = Array.from({ length: size }, () => w.row(++next));
       try {
         if (!conn) {
           conn = await env.owner.getConnection();

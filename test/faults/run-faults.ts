@@ -187,20 +187,21 @@ const scenarios: Scenario[] = [
  * nothing that is not superseded, send nothing twice, and every superseded balance must have a newer one delivered.
  */
 scenarios.push({
-  name: 'storm-kill', title: 'Gift storm at the 200/s quota (strict gateway), kicks every 250 ms, a deliver SIGKILLed every 2 s', events: n(4000), ingest: 1, deliver: 2,
+  name: 'storm-kill', title: 'Gift storm at the 200/s quota (strict gateway), kicks every 250 ms, a deliver SIGKILLed every 1.5 s', events: n(4000), ingest: 1, deliver: 2,
   config: {
     tencent_im: { rate_limit_per_second: 200 },
     room_notice_worker: { enabled: true, poll_interval: '100ms', batch_size: 100, lock_ttl: '5s', max_retry_count: 12, gap_grace: '30s' },
     deliver: { skip_superseded: { WalletBalanceChanged: true } },
   },
   faults: { delay_ms: 15, rate_limit_per_second: 200, rate_limit_counts_rejected: true },
-  writer: { ratePerSecond: 1500, maxRowsPerTx: 10 },
+  // 400 users with about ten rising versions each: the latest of each is several seconds of quota.
+  writer: { ratePerSecond: 1500, maxRowsPerTx: 10, row: (i) => ({ ...balanceChanged(i), event_id: `storm_${i}`, user_id: String(40000 + (i % 400)) }) },
   kickEveryMs: 250,
   async inject(h) {
     // Kills go on past the burst, while the backlog drains at the quota.
     const until = Date.now() + 12_000;
     while (h.writing() || Date.now() < until) {
-      await sleep(2000);
+      await sleep(1500);
       const victims = h.procs.filter((p) => p.role === 'deliver' && p.proc.child.exitCode === null);
       const victim = victims[Math.floor(Math.random() * victims.length)];
       if (!victim) continue;
