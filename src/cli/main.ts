@@ -112,6 +112,18 @@ program
     const { startKickPublisher, writeDemoRoomRows } = await import('../demo/room-demo.ts');
     const pool = createMysqlPool(config.mysql.url, 2);
     let publisher: KickPublisher | undefined;
+    let connecting: Promise<void> | null = null;
+    // The MQ publisher connects in the background: outbox rows (wallet, VIP, kicks) are written from the first
+    // second whatever RocketMQ is doing, and kicks are also published once it is up.
+    const connectPublisher = () => {
+      if (!opts.publishKicks || publisher || connecting) return;
+      connecting = startKickPublisher(config, logger)
+        .then((p) => {
+          publisher = p;
+          logger.info('RocketMQ kick publisher connected');
+        }, (err: Error) => logger.warn({ err: err.message }, 'RocketMQ kick publisher not up yet; kicks still go to room_outbox; retrying'))
+        .finally(() => (connecting = null));
+    };
     let written = 0;
     let stopping = false;
     process.once('SIGTERM', () => (stopping = true));
@@ -119,7 +131,7 @@ program
     while (!stopping && (total === 0 || written < total)) {
       const batch = total === 0 ? rate : Math.min(rate, total - written);
       try {
-        if (opts.publishKicks && !publisher) publisher = await startKickPublisher(config, logger);
+        connectPublisher();
         written += await writeDemoWalletRows(pool, config.wallet_database, batch);
         const room = opts.room ? await writeDemoRoomRows(pool, config.room_database, Math.max(1, Math.ceil(batch / 5)), publisher) : 0;
         logger.info({ wallet_rows: written, room_rows: room }, 'demo rows committed');
@@ -128,7 +140,8 @@ program
       }
       await new Promise((r) => setTimeout(r, 1000));
     }
-    await publisher?.close();
+    await connecting;
+    await (publisher as KickPublisher | undefined)?.close();
     await pool.end();
   });
 

@@ -50,7 +50,13 @@ export async function startKickPublisher(config: NoticeConfig, logger: Logger): 
     ...(mq.access_key ? { sessionCredentials: { accessKey: mq.access_key, accessSecret: mq.secret_key } } : {}),
     logger: { info: () => undefined, debug: () => undefined, warn: (m: unknown) => logger.warn(String(m)), error: (m: unknown) => logger.warn(String(m)) },
   });
-  await withDeadline(producer.startup(), mq.startup_timeout, 'RocketMQ producer startup');
+  try {
+    await withDeadline(producer.startup(), mq.startup_timeout, 'RocketMQ producer startup');
+  } catch (err) {
+    // A producer that did not start keeps its timers running; shut it down before the caller tries again.
+    await withDeadline(producer.shutdown(), mq.startup_timeout, 'RocketMQ producer shutdown').catch(() => undefined);
+    throw err;
+  }
   return {
     async publish(fact) {
       await producer.send({ topic, tag: fact.event_type, keys: [fact.event_id], body: Buffer.from(JSON.stringify(fact)) });
