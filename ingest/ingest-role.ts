@@ -25,7 +25,7 @@ export class IngestRole implements Role {
 
   constructor(config: NoticeConfig, pool: Pool, queues: DeliverQueues, logger: Logger, metrics?: NoticeMetrics) {
     if (!ingestEnabled(config)) {
-      throw new RoleConfigError('ingest has no source enabled: set wallet_notice_worker.enabled, room_notice_worker.enabled, or rocketmq.enabled with rocketmq.room_outbox.enabled');
+      throw new RoleConfigError('ingest has no source enabled: set wallet_notice_worker.enabled, room_notice_worker.enabled, activity_notice_worker.enabled, or rocketmq.enabled with rocketmq.room_outbox.enabled');
     }
     const ledger = new LedgerRepository(pool);
     const cursors = new CursorStore(pool);

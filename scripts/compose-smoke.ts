@@ -129,6 +129,7 @@ async function main(): Promise<void> {
       text = replaceOnce(text, '@mysql:3306/hyapp_notice', `@${rootUrl.hostname}:${rootUrl.port || 3306}/${id}_notice`);
       text = replaceOnce(text, 'wallet_database: "hyapp_wallet"', `wallet_database: "${id}_wallet"`);
       text = replaceOnce(text, 'room_database: "hyapp_room"', `room_database: "${id}_room"`);
+      text = replaceOnce(text, 'activity_database: "hyapp_activity"', `activity_database: "${id}_activity"`);
       text = replaceOnce(text, 'url: "redis://redis:6379"', `url: "${redisUrl}"`);
       text = replaceOnce(text, 'base_url: "http://fake-im:18080"', `base_url: "http://127.0.0.1:${fakeImPort}"`);
       text = replaceOnce(text, 'endpoints: "rmq-proxy:8081"', `endpoints: "127.0.0.1:${mqPort}"`);
@@ -169,8 +170,8 @@ async function main(): Promise<void> {
     // RocketMQ is down: wallet, VIP and room (outbox) notices must flow anyway.
     const messages = async () => ((await (await fetch(`http://127.0.0.1:${fakeImPort}/_fake/messages`)).json()) as { messages: Array<{ ext: string; duplicate: boolean }> }).messages;
     const byKind = (list: Array<{ ext: string }>) => list.reduce<Record<string, number>>((acc, m) => ({ ...acc, [m.ext]: (acc[m.ext] ?? 0) + 1 }), {});
-    const first = await waitUntil('wallet, VIP and room notices with RocketMQ down', async () => byKind(await messages()),
-      (k) => (k.wallet_notice ?? 0) > 0 && (k.vip_notice ?? 0) > 0 && (k.room_notice ?? 0) > 0, deadline);
+    const first = await waitUntil('wallet, VIP, room and activity notices with RocketMQ down', async () => byKind(await messages()),
+      (k) => (k.wallet_notice ?? 0) > 0 && (k.vip_notice ?? 0) > 0 && (k.room_notice ?? 0) > 0 && (k.activity_notice ?? 0) > 0, deadline);
     log(`with RocketMQ down, fake-im received ${JSON.stringify(first)}`);
     await waitUntil('the dashboard', async () => (await fetch(`http://127.0.0.1:${ports.get('dashboard')!.dashboard}/admin/notices`, { headers: { authorization: `Basic ${Buffer.from(`admin:${shellEnv.DASHBOARD_PASSWORD}`).toString('base64')}` } })).status, (s) => s === 200, deadline);
 
@@ -190,7 +191,7 @@ async function main(): Promise<void> {
     for (const { proc } of procs) if (proc.child.exitCode === null) proc.child.kill('SIGKILL');
     await mq.stop();
     await redis.destroy();
-    for (const db of ['notice', 'wallet', 'room']) await root.query(`DROP DATABASE IF EXISTS \`${id}_${db}\``);
+    for (const db of ['notice', 'wallet', 'room', 'activity']) await root.query(`DROP DATABASE IF EXISTS \`${id}_${db}\``);
     await root.query(`DROP USER IF EXISTS '${user}'@'%'`);
     await root.end();
   }

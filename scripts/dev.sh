@@ -17,7 +17,7 @@ cli fake-im --port "${FAKE_IM_PORT:-18080}" & pids+=($!)
 sleep 1
 cli all & pids+=($!)
 NOTICE_HTTP_PORT=0 cli dashboard & pids+=($!)
-cli demo --rate "${DEMO_RATE:-5}" --room & pids+=($!)
+cli demo --rate "${DEMO_RATE:-5}" --room --activity & pids+=($!)
 cat >&2 <<MSG
 pipeline running (Ctrl-C stops it):
   dashboard   http://127.0.0.1:13200/admin/queues  and  /admin/notices

@@ -57,10 +57,10 @@ describe('docker-compose.yml', () => {
       expect(run.status, run.stderr).toBe(0);
       const user = await mysql.createConnection({ host: '127.0.0.1', port: 3306, user: `${id}_u`, password });
       const [dbs] = await user.query<any[]>('SHOW DATABASES');
-      expect(dbs.map((d) => d.Database).filter((d: string) => d.startsWith(id)).sort()).toEqual([`${id}_notice`, `${id}_room`, `${id}_wallet`]);
+      expect(dbs.map((d) => d.Database).filter((d: string) => d.startsWith(id)).sort()).toEqual([`${id}_activity`, `${id}_notice`, `${id}_room`, `${id}_wallet`]);
       await user.end();
     } finally {
-      for (const db of ['notice', 'wallet', 'room']) await root.query(`DROP DATABASE IF EXISTS \`${id}_${db}\``);
+      for (const db of ['notice', 'wallet', 'room', 'activity']) await root.query(`DROP DATABASE IF EXISTS \`${id}_${db}\``);
       await root.query(`DROP USER IF EXISTS '${id}_u'@'%'`);
       await root.end();
     }

@@ -70,7 +70,7 @@ surprise: 1`,
 
   it('prioritises kicks over VIP over balances by default, merges skip_superseded with its default, and refuses to skip a type without versions', () => {
     const config = parseConfigText(minimal, 't', {});
-    expect(config.deliver.priority).toEqual({ room_notice: 60_000, vip_notice: 20_000, wallet_notice: 0 });
+    expect(config.deliver.priority).toEqual({ room_notice: 60_000, vip_notice: 20_000, activity_notice: 20_000, wallet_notice: 0 });
     expect(config.deliver.skip_superseded).toEqual({ WalletBalanceChanged: true });
     expect(parseConfigText(`${minimal}\ndeliver: { skip_superseded: { RoomUserKicked: false }, priority: { room_notice: 5s } }`, 't', {}).deliver)
       .toMatchObject({ skip_superseded: { WalletBalanceChanged: true, RoomUserKicked: false }, priority: { room_notice: 5000 } });

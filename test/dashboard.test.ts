@@ -79,7 +79,7 @@ describe('dashboard', () => {
     expect(requeue.status).toBe(405);
     const queues = await (await fetch(`${base}/queues/api/queues`, { headers: auth() })).json();
     // One queue per prioritised kind, most urgent first, and the shared one; all read-only.
-    expect(queues.queues.map((q: { name: string }) => q.name)).toEqual(['deliver-tencent-im-c2c-room_notice', 'deliver-tencent-im-c2c-vip_notice', 'deliver-tencent-im-c2c-wallet_notice', 'deliver-tencent-im-c2c']);
+    expect(queues.queues.map((q: { name: string }) => q.name)).toEqual(['deliver-tencent-im-c2c-room_notice', 'deliver-tencent-im-c2c-vip_notice', 'deliver-tencent-im-c2c-activity_notice', 'deliver-tencent-im-c2c-wallet_notice', 'deliver-tencent-im-c2c']);
     expect(queues.queues.every((q: { readOnlyMode: boolean }) => q.readOnlyMode)).toBe(true);
     // Job data shown is the ledger key, nothing else.
     const failedJobs = await (await fetch(`${base}/queues/api/queues?activeQueue=deliver-tencent-im-c2c-wallet_notice&status=failed&page=1`, { headers: auth() })).json();

@@ -42,7 +42,7 @@ const data = (env: TestEnv) => env.fakeIm.messages().map((m) => ({ ...JSON.parse
 describe('room kick notices', () => {
   it('the room_outbox poller sends one room_notice to the kicked user and skips other room events', async () => {
     env = await createTestEnv({ wallet_notice_worker: { enabled: false }, room_notice_worker: { enabled: true, poll_interval: '50ms', lock_ttl: '3s', gap_grace: '5s' } });
-    await insertRoomRows(env.owner, env.config.room_database, [kick(1, { ban_until_ms: 1800000999999 }), roomEvent(2, 'RoomCreated'), kick(3), roomEvent(4, 'RoomRocketRewardGranted')]);
+    await insertRoomRows(env.owner, env.config.room_database, [kick(1, { ban_until_ms: 1800000999999 }), roomEvent(2, 'RoomCreated'), kick(3), roomEvent(4, 'RoomGiftSent')]);
     proc = await startPipeline(env.config);
     await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 2);
     const messages = data(env);
@@ -187,7 +187,7 @@ describe('room kick notices', () => {
 });
 
 describe('demo producer (docker compose `demo --publish-kicks`)', () => {
-  it('publishes kicks with the MQ contract (tag = event type, keys = event id) that the consumer turns into room notices', async () => {
+  it('publishes kicks and rocket rewards with the MQ contract (tag = event type, keys = event id) that the consumer turns into room notices', async () => {
     const { startKickPublisher, writeDemoRoomRows } = await import('../src/demo/room-demo.ts');
     const { createLogger } = await import('../src/platform/logger.ts');
     const proxy = await startMq();
@@ -199,10 +199,10 @@ describe('demo producer (docker compose `demo --publish-kicks`)', () => {
     } finally {
       await publisher.close();
     }
-    const [kicks] = await env.owner.query<any[]>(`SELECT event_id FROM \`${env.config.room_database}\`.room_outbox WHERE event_type = 'RoomUserKicked'`);
+    const [kicks] = await env.owner.query<any[]>(`SELECT event_id FROM \`${env.config.room_database}\`.room_outbox WHERE event_type IN ('RoomUserKicked', 'RoomRocketRewardGranted')`);
     expect(kicks.length).toBeGreaterThan(0);
     expect(proxy.calls.sendMessage).toBe(kicks.length);
-    await waitFor(async () => env!.fakeIm.delivered().length, (n) => n === kicks.length, 15_000, 'a room_notice per published kick');
+    await waitFor(async () => env!.fakeIm.delivered().length, (n) => n === kicks.length, 15_000, 'a room_notice per published event');
     expect(new Set(env.fakeIm.delivered().map((m) => JSON.parse(m.data).event_id))).toEqual(new Set(kicks.map((k) => k.event_id)));
     expect(env.fakeIm.delivered().every((m) => m.ext === 'room_notice')).toBe(true);
   });

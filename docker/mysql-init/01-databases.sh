@@ -14,11 +14,13 @@ literal=$(printf '%s' "$password" | sed -e 's/\\/\\\\/g' -e "s/'/''/g")
 CREATE DATABASE IF NOT EXISTS ${prefix}_notice CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;
 CREATE DATABASE IF NOT EXISTS ${prefix}_wallet CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;
 CREATE DATABASE IF NOT EXISTS ${prefix}_room CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;
+CREATE DATABASE IF NOT EXISTS ${prefix}_activity CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;
 CREATE USER IF NOT EXISTS '${user}'@'%' IDENTIFIED BY '${literal}';
 ALTER USER '${user}'@'%' IDENTIFIED BY '${literal}';
 GRANT ALL PRIVILEGES ON ${prefix}_notice.* TO '${user}'@'%';
 -- notice-service only reads the owners' outboxes; the demo writer (dev only) needs INSERT as well.
 GRANT SELECT, INSERT, CREATE ON ${prefix}_wallet.* TO '${user}'@'%';
 GRANT SELECT, INSERT, CREATE ON ${prefix}_room.* TO '${user}'@'%';
+GRANT SELECT, INSERT, CREATE ON ${prefix}_activity.* TO '${user}'@'%';
 SQL
-echo "[mysql-init] databases ${prefix}_notice, ${prefix}_wallet, ${prefix}_room and user ${user} ready"
+echo "[mysql-init] databases ${prefix}_notice, ${prefix}_wallet, ${prefix}_room, ${prefix}_activity and user ${user} ready"

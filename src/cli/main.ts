@@ -40,7 +40,7 @@ program
     const { runMigrations } = await import('../db/migrate.ts');
     const { database } = await runMigrations({
       mysqlUrl: config.mysql.url,
-      ownerFixtures: opts.ownerFixtures ? { walletDatabase: config.wallet_database, roomDatabase: config.room_database } : undefined,
+      ownerFixtures: opts.ownerFixtures ? { walletDatabase: config.wallet_database, roomDatabase: config.room_database, activityDatabase: config.activity_database } : undefined,
     });
     logger.info({ database, mysql: redactUrl(config.mysql.url), owner_fixtures: Boolean(opts.ownerFixtures) }, 'migrations applied');
   });
@@ -101,8 +101,9 @@ program
   .option('--rate <n>', 'wallet rows per second', '5')
   .option('--total <n>', 'stop after this many wallet rows (0 = run until stopped)', '0')
   .option('--room', 'also write room_outbox rows (kicks and other room events)', false)
-  .option('--publish-kicks', 'also publish each kick to the RocketMQ topic, like room-service', false)
-  .action(async (opts: { config?: string; rate: string; total: string; room: boolean; publishKicks: boolean }) => {
+  .option('--publish-kicks', 'also publish each room notice event to the RocketMQ topic, like room-service', false)
+  .option('--activity', 'also write activity_outbox rows (rewards, finished tasks, system notices)', false)
+  .action(async (opts: { config?: string; rate: string; total: string; room: boolean; publishKicks: boolean; activity: boolean }) => {
     const config = loadConfig(opts.config);
     const logger = createLogger(config.log.level, { role: 'demo' });
     const rate = Math.max(1, Number(opts.rate) || 5);
@@ -110,6 +111,7 @@ program
     const { createMysqlPool } = await import('../platform/mysql.ts');
     const { writeDemoWalletRows } = await import('../demo/wallet-demo.ts');
     const { startKickPublisher, writeDemoRoomRows } = await import('../demo/room-demo.ts');
+    const { writeDemoActivityRows } = await import('../demo/activity-demo.ts');
     const pool = createMysqlPool(config.mysql.url, 2);
     let publisher: KickPublisher | undefined;
     let connecting: Promise<void> | null = null;
@@ -134,7 +136,8 @@ program
         connectPublisher();
         written += await writeDemoWalletRows(pool, config.wallet_database, batch);
         const room = opts.room ? await writeDemoRoomRows(pool, config.room_database, Math.max(1, Math.ceil(batch / 5)), publisher) : 0;
-        logger.info({ wallet_rows: written, room_rows: room }, 'demo rows committed');
+        const activity = opts.activity ? await writeDemoActivityRows(pool, config.activity_database, Math.max(1, Math.ceil(batch / 5))) : 0;
+        logger.info({ wallet_rows: written, room_rows: room, activity_rows: activity }, 'demo rows committed');
       } catch (err) {
         logger.warn({ err: (err as Error).message }, 'demo write failed; retrying');
       }

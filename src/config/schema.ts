@@ -102,7 +102,7 @@ const dashboard = z.strictObject({
 /** Event types whose notices carry a version (a newer one makes an older one obsolete): the only ones skip_superseded may turn on. */
 export const SUPERSEDABLE_EVENT_TYPES = ['WalletBalanceChanged'] as const;
 
-const DEFAULT_PRIORITY = { room_notice: 60_000, vip_notice: 20_000, wallet_notice: 0 };
+const DEFAULT_PRIORITY = { room_notice: 60_000, vip_notice: 20_000, activity_notice: 20_000, wallet_notice: 0 };
 const DEFAULT_SKIP_SUPERSEDED = { WalletBalanceChanged: true };
 
 /**
@@ -141,6 +141,7 @@ export const configSchema = z.strictObject({
   }),
   wallet_database: mysqlIdentifier.default('hyapp_wallet'),
   room_database: mysqlIdentifier.default('hyapp_room'),
+  activity_database: mysqlIdentifier.default('hyapp_activity'),
   redis: z.strictObject({
     url: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL'),
     // A hash tag keeps every key of a queue in one Redis Cluster slot.
@@ -151,6 +152,7 @@ export const configSchema = z.strictObject({
   tencent_im: tencentIm.default(() => tencentIm.parse({})),
   wallet_notice_worker: outboxWorker.default(() => outboxWorker.parse({})),
   room_notice_worker: outboxWorker.default(() => outboxWorker.parse({})),
+  activity_notice_worker: outboxWorker.default(() => outboxWorker.parse({})),
   rocketmq: rocketmq.default(() => rocketmq.parse({})),
   deliver: z
     .strictObject({

@@ -9,7 +9,7 @@ export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle/migrations
 
 export interface MigrateOptions {
   mysqlUrl: string;
-  ownerFixtures?: { walletDatabase: string; roomDatabase: string };
+  ownerFixtures?: { walletDatabase: string; roomDatabase: string; activityDatabase: string };
 }
 
 /** Creates notice-service's database if missing and applies the drizzle-kit migrations committed in drizzle/. */
@@ -25,7 +25,7 @@ export async function runMigrations(options: MigrateOptions): Promise<{ database
   try {
     await migrate(drizzle(pool), { migrationsFolder: MIGRATIONS_FOLDER });
     if (options.ownerFixtures) {
-      await createOwnerFixtures(pool, options.ownerFixtures.walletDatabase, options.ownerFixtures.roomDatabase);
+      await createOwnerFixtures(pool, options.ownerFixtures.walletDatabase, options.ownerFixtures.roomDatabase, options.ownerFixtures.activityDatabase);
     }
   } finally {
     await pool.end();

@@ -7,8 +7,9 @@ import { quoteIdentifier } from '../platform/mysql.ts';
 import { withDeadline } from '../app/role.ts';
 
 /**
- * Demo traffic only: plays room-service. Commits RoomUserKicked (and, to show skipping, RoomCreated) rows to
- * room_outbox and, with a publisher, publishes each kick to hyapp_room_outbox like room-service's relay does.
+ * Demo traffic only: plays room-service. Commits RoomUserKicked and RoomRocketRewardGranted (and, to show skipping,
+ * RoomCreated) rows to room_outbox and, with a publisher, publishes the notice events to hyapp_room_outbox like
+ * room-service's relay does.
  */
 export interface KickPublisher {
   publish(fact: RoomFact): Promise<void>;
@@ -28,6 +29,12 @@ export async function writeDemoRoomRows(pool: Pool, roomDatabase: string, count:
   const facts: RoomFact[] = Array.from({ length: count }, (_, i) => {
     const room = `room_${100 + Math.floor(Math.random() * 20)}`;
     if (Math.random() < 0.2) return { event_id: `rev_${randomUUID()}`, event_type: 'RoomCreated', app_code: 'lalu', room_id: room, payload: { owner_user_id: '10001' }, created_at_ms: nowMs };
+    if (Math.random() < 0.25) {
+      return {
+        event_id: `rev_${randomUUID()}`, event_type: 'RoomRocketRewardGranted', app_code: 'lalu', room_id: room, created_at_ms: nowMs,
+        payload: { reward_user_id: String(30000 + Math.floor(Math.random() * 100)), rocket_level: 1 + Math.floor(Math.random() * 5), rocket_id: `rocket_${randomUUID().slice(0, 8)}`, reward_items: [{ resource_id: 301, name: 'rocket chest', count: 1 }] },
+      };
+    }
     return {
       event_id: `rev_${randomUUID()}`, event_type: 'RoomUserKicked', app_code: 'lalu', room_id: room, created_at_ms: nowMs,
       payload: { target_user_id: String(30000 + Math.floor(Math.random() * 100)), operator_user_id: '10001', reason: 'demo kick', ...(i % 2 ? { ban_until_ms: nowMs + 3_600_000 } : {}) },
@@ -37,7 +44,7 @@ export async function writeDemoRoomRows(pool: Pool, roomDatabase: string, count:
     `INSERT INTO ${quoteIdentifier(roomDatabase)}.room_outbox (app_code, event_id, event_type, room_id, payload, created_at_ms) VALUES ${facts.map(() => '(?, ?, ?, ?, ?, ?)').join(', ')}`,
     facts.flatMap((f) => [f.app_code, f.event_id, f.event_type, f.room_id, JSON.stringify(f.payload), f.created_at_ms]),
   );
-  if (publisher) for (const fact of facts.filter((f) => f.event_type === 'RoomUserKicked')) await publisher.publish(fact);
+  if (publisher) for (const fact of facts.filter((f) => f.event_type !== 'RoomCreated')) await publisher.publish(fact);
   return facts.length;
 }
 

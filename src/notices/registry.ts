@@ -4,6 +4,8 @@ import { walletOutboxSource } from './wallet/source.ts';
 import { roomOutboxSource } from './room/source.ts';
 import { ROOM_NOTICE, ROOM_SOURCE_NAME } from './room/mapping.ts';
 import { VIP_NOTICE, WALLET_NOTICE } from './wallet/mapping.ts';
+import { activityOutboxSource } from './activity/source.ts';
+import { ACTIVITY_NOTICE } from './activity/mapping.ts';
 import { parseRoomMqMessage } from './room/mq-message.ts';
 import type { ParsedMessage } from '../rocketmq/consumer-loop.ts';
 
@@ -23,6 +25,7 @@ export function outboxNoticeModules(config: NoticeConfig): OutboxNoticeModule[] 
   return [
     { source: walletOutboxSource(config.wallet_database), worker: config.wallet_notice_worker, workerKey: 'wallet_notice_worker', noticeKinds: [WALLET_NOTICE, VIP_NOTICE] },
     { source: roomOutboxSource(config.room_database), worker: config.room_notice_worker, workerKey: 'room_notice_worker', noticeKinds: [ROOM_NOTICE] },
+    { source: activityOutboxSource(config.activity_database), worker: config.activity_notice_worker, workerKey: 'activity_notice_worker', noticeKinds: [ACTIVITY_NOTICE] },
   ];
 }
 

@@ -40,6 +40,7 @@ export async function createTestEnv(overrides: Record<string, unknown> = {}, opt
       mysql: { url: `${options.mysqlServerForService ?? server}/${id}_notice`, pool_size: 8 },
       wallet_database: `${id}_wallet`,
       room_database: `${id}_room`,
+      activity_database: `${id}_activity`,
       redis: { url: REDIS_URL, prefix: `{${id}}` },
       tencent_im: { enabled: true, base_url: fakeImUrl, sdk_app_id: 1400000001, secret_key: TEST_SECRET, admin_identifier: 'administrator', request_timeout: '2s', rate_limit_per_second: 0 },
       wallet_notice_worker: { enabled: true, poll_interval: '50ms', batch_size: 100, lock_ttl: '3s', max_retry_count: 3, gap_grace: '5s' },
@@ -53,7 +54,7 @@ export async function createTestEnv(overrides: Record<string, unknown> = {}, opt
     overrides,
   );
   const config = configSchema.parse(raw);
-  await runMigrations({ mysqlUrl: config.mysql.url, ownerFixtures: { walletDatabase: config.wallet_database, roomDatabase: config.room_database } });
+  await runMigrations({ mysqlUrl: config.mysql.url, ownerFixtures: { walletDatabase: config.wallet_database, roomDatabase: config.room_database, activityDatabase: config.activity_database } });
   const dir = join(process.cwd(), '.tmp');
   mkdirSync(dir, { recursive: true });
   const configFile = join(dir, `${id}.yaml`);
@@ -67,7 +68,7 @@ export async function createTestEnv(overrides: Record<string, unknown> = {}, opt
       rmSync(configFile, { force: true });
       await fakeIm.close();
       await notice.end();
-      for (const db of [`${id}_notice`, `${id}_wallet`, `${id}_room`]) await owner.query(`DROP DATABASE IF EXISTS \`${db}\``);
+      for (const db of [`${id}_notice`, `${id}_wallet`, `${id}_room`, `${id}_activity`]) await owner.query(`DROP DATABASE IF EXISTS \`${db}\``);
       await owner.end();
       await deleteKeys(redis, `{${id}}*`);
       redis.disconnect();

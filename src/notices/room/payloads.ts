@@ -15,6 +15,17 @@ export const roomUserKickedPayload = z.looseObject({
   ban_until_ms: int64.nullable().optional(),
 });
 
+/** One object per reward item, passed to the client as the owner wrote it (resource ids, names, counts). */
+export const rewardItems = z.array(z.record(z.string(), z.unknown())).max(100);
+
+/** One rewarded user of a room rocket: room-service writes one fact per user (the reward itself is wallet's). */
+export const roomRocketRewardGrantedPayload = z.looseObject({
+  reward_user_id: userId,
+  rocket_level: int64,
+  reward_items: rewardItems.default([]),
+  rocket_id: z.string().max(128).optional(),
+});
+
 /** The room fact as both entries carry it: the room_outbox row, or the JSON body of the MQ message. */
 export const roomFactEnvelope = z.looseObject({
   // Lengths are checked in code points where the key is made (src/intake/fact-validation.ts), never cut.

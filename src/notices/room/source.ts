@@ -2,7 +2,7 @@ import { identifyOutboxRow, type OutboxSource } from '../../outbox/source.ts';
 import type { MappedEvent, OutboxRow } from '../types.ts';
 import { describeZodError, rawPayloadText } from '../payload-json.ts';
 import { LIMITS } from '../../intake/fact-validation.ts';
-import { mapRoomFact, ROOM_NOTICE, ROOM_SOURCE_NAME } from './mapping.ts';
+import { mapRoomFact, ROOM_NOTICE, ROOM_NOTICE_EVENTS, ROOM_SOURCE_NAME } from './mapping.ts';
 import { roomFactEnvelope } from './payloads.ts';
 
 /** `{room_database}.room_outbox`, owned by room-service; read-only here (its `status` column included). */
@@ -19,10 +19,10 @@ export function roomOutboxSource(roomDatabase: string): OutboxSource {
 
 function mapRoomOutboxRow(row: OutboxRow, recordedAtMs: number): MappedEvent {
   const eventType = typeof row.event_type === 'string' ? row.event_type : '';
-  if (eventType !== 'RoomUserKicked') return { kind: 'skip', eventType };
+  if (!ROOM_NOTICE_EVENTS.has(eventType)) return { kind: 'skip', eventType };
   const text = rawPayloadText(row, LIMITS.rawPayloadBytes);
   if ('problem' in text) return { kind: 'malformed', eventType, userId: '', noticeKind: ROOM_NOTICE, reason: text.problem };
-  // Columns come as plain values; only a kick needs to be well-formed, other room events are skipped.
+  // Columns come as plain values; only the room events that become notices need to be well-formed.
   const envelope = roomFactEnvelope.safeParse({
     event_id: row.event_id,
     event_type: eventType,
@@ -32,7 +32,6 @@ function mapRoomOutboxRow(row: OutboxRow, recordedAtMs: number): MappedEvent {
     created_at_ms: row.created_at_ms === null || row.created_at_ms === undefined ? null : Number(row.created_at_ms),
   });
   if (!envelope.success) {
-    if (eventType !== 'RoomUserKicked') return { kind: 'skip', eventType };
     return { kind: 'malformed', eventType, userId: '', noticeKind: ROOM_NOTICE, reason: `room_outbox row: ${describeZodError(envelope.error)}` };
   }
   return mapRoomFact(envelope.data, recordedAtMs);

@@ -1,0 +1,52 @@
+import type { MappedEvent, OutboxRow } from '../types.ts';
+import { describeZodError, parsePayloadJson, rawPayloadText } from '../payload-json.ts';
+import { LIMITS } from '../../intake/fact-validation.ts';
+import { toNotice } from '../notice-event.ts';
+import { activityRewardGrantedPayload, systemNoticePayload, taskCompletedPayload } from './payloads.ts';
+
+export const ACTIVITY_NOTICE = 'activity_notice';
+export const ACTIVITY_SOURCE_NAME = 'activity_outbox';
+
+/** The payload fields each event type passes to the client, in order, after the common ones. */
+const SCHEMAS = {
+  ActivityRewardGranted: activityRewardGrantedPayload,
+  TaskCompleted: taskCompletedPayload,
+  SystemNotice: systemNoticePayload,
+} as const;
+type ActivityEventType = keyof typeof SCHEMAS;
+
+export const ACTIVITY_EVENT_TYPES = Object.keys(SCHEMAS) as ActivityEventType[];
+
+/**
+ * activity_outbox row (activity-service: rewards, tasks, system messages) → the private `activity_notice` C2C
+ * payload for `user_id`. Unknown event types are skipped and counted; a row that does not fit its type fails with
+ * the reason, like wallet's.
+ */
+export function mapActivityOutboxRow(row: OutboxRow, recordedAtMs: number): MappedEvent {
+  const eventType = typeof row.event_type === 'string' ? row.event_type : '';
+  if (!(eventType in SCHEMAS)) return { kind: 'skip', eventType };
+  const userId = typeof row.user_id === 'string' ? row.user_id.trim() : '';
+  const malformed = (reason: string): MappedEvent => ({ kind: 'malformed', eventType, userId, noticeKind: ACTIVITY_NOTICE, reason });
+  if (userId === '') return malformed('user_id is missing');
+  if (typeof row.event_id !== 'string' || row.event_id === '') return malformed('event_id is missing');
+  if (typeof row.app_code !== 'string' || row.app_code === '') return malformed('app_code is missing');
+  const text = rawPayloadText(row, LIMITS.rawPayloadBytes);
+  if ('problem' in text) return malformed(text.problem);
+  let raw: unknown;
+  try {
+    raw = parsePayloadJson(text.text);
+  } catch (err) {
+    return malformed(`payload is not valid JSON: ${(err as Error).message.slice(0, 200)}`);
+  }
+  const parsed = SCHEMAS[eventType as ActivityEventType].safeParse(raw);
+  if (!parsed.success) return malformed(`${eventType} payload: ${describeZodError(parsed.error)}`);
+  const sourceCreatedAtMs = typeof row.created_at_ms === 'number' && Number.isSafeInteger(row.created_at_ms) ? row.created_at_ms : null;
+  // Only the fields of the type's contract reach the client (looseObject keeps unknown ones in `parsed.data`).
+  const fields = Object.fromEntries(Object.keys(SCHEMAS[eventType as ActivityEventType].shape).filter((k) => k in parsed.data).map((k) => [k, (parsed.data as Record<string, unknown>)[k]]));
+  const payload = {
+    event_type: eventType, event_id: row.event_id, app_code: row.app_code, user_id: userId,
+    ...fields,
+    created_at_ms: recordedAtMs, source_created_at_ms: sourceCreatedAtMs,
+  };
+  return toNotice(payload, { eventType, userId, noticeKind: ACTIVITY_NOTICE });
+}
