@@ -23,7 +23,7 @@ import { PrivateRedis } from '../test/helpers/redis-server.ts';
 import { FakeRocketMqProxy } from '../test/helpers/fake-rocketmq-proxy.ts';
 
 const DEADLINE_MS = 120_000;
-const MYSQL_ROOT = process.env.TEST_MYSQL_ROOT_URL ?? 'mysql://root@127.0.0.1:3306';
+const MYSQL_ROOT = process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
 const log = (text: string) => process.stderr.write(`[compose-smoke] ${text}\n`);
 
 interface ComposeService {

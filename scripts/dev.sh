@@ -1,27 +1,69 @@
 #!/usr/bin/env bash
 # The whole pipeline on this machine, against fake-im (never the real Tencent IM):
-# migrate (with owner fixtures), fake-im on :18080, ingest+deliver in one process, and a demo writer.
-# Needs MariaDB/MySQL on 127.0.0.1:3306 and Redis on 127.0.0.1:6379. Ctrl-C stops everything.
+# migrate (with owner fixtures), fake-im on :18080, ingest+deliver in one process, the dashboard and a demo writer.
+# Needs MariaDB/MySQL on 127.0.0.1:3306 and Redis on 127.0.0.1:6379. Logs are pretty-printed for people
+# (DEV_PRETTY=0 keeps the JSON lines production writes), with a summary line every DEV_SUMMARY_EVERY seconds.
+# Ctrl-C, or a SIGTERM to npm or to this script (a process manager, `timeout`), stops every process it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -d node_modules ] || npm ci
 CONFIG="${NOTICE_CONFIG:-configs/dev.yaml}"
-cli() { node bin/notice-service.js "$@" --config "$CONFIG"; }
+FAKE_IM_PORT="${FAKE_IM_PORT:-18080}"
+HTTP_PORT="${NOTICE_HTTP_PORT:-13109}"
 
-cli migrate --owner-fixtures
+if [ "${DEV_PRETTY:-1}" = 1 ] && [ -x node_modules/.bin/pino-pretty ]; then
+  # One line per log record: time, level, role, event id when there is one, message; the rest of the record after it.
+  exec > >(node_modules/.bin/pino-pretty --colorize --translateTime 'SYS:HH:MM:ss.l' --ignore 'pid,hostname,service,role,event_id' \
+    --messageFormat '{role} {if event_id}[{event_id}] {end}{msg}' --singleLine) 2>&1
+fi
+
 pids=()
-cleanup() { kill -TERM "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
-trap cleanup EXIT INT TERM
+stopping=0
+# Every child is started as `node … &` directly, so $! is the node process itself (a shell function run in the
+# background would be a subshell, and killing it left node running and holding its ports).
+start() { node bin/notice-service.js "$@" --config "$CONFIG" & pids+=($!); }
+cleanup() {
+  [ "$stopping" = 1 ] && return
+  stopping=1
+  trap - INT TERM EXIT
+  kill -TERM "${pids[@]}" 2>/dev/null || true
+  # Each process stops within its shutdown_timeout; anything still there after 15 s is killed.
+  for _ in $(seq 1 150); do
+    alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && return
+    sleep 0.1
+  done
+  kill -KILL "${pids[@]}" 2>/dev/null || true
+}
+trap 'cleanup; exit 130' INT
+trap 'cleanup; exit 143' TERM
+trap cleanup EXIT
 
-cli fake-im --port "${FAKE_IM_PORT:-18080}" & pids+=($!)
+node bin/notice-service.js migrate --owner-fixtures --config "$CONFIG"
+FAKE_IM_URL="http://127.0.0.1:${FAKE_IM_PORT}" start fake-im --port "$FAKE_IM_PORT"
 sleep 1
-cli all & pids+=($!)
-NOTICE_HTTP_PORT=0 cli dashboard & pids+=($!)
-cli demo --rate "${DEMO_RATE:-5}" --room --activity & pids+=($!)
-cat >&2 <<MSG
+FAKE_IM_URL="http://127.0.0.1:${FAKE_IM_PORT}" NOTICE_HTTP_PORT="$HTTP_PORT" start all
+FAKE_IM_URL="http://127.0.0.1:${FAKE_IM_PORT}" NOTICE_HTTP_PORT=0 start dashboard
+start demo --rate "${DEMO_RATE:-5}" --room --activity
+
+# A line a person can follow: totals from the ingest+deliver process's own metrics.
+summary() {
+  curl -fsS --max-time 2 "http://127.0.0.1:${HTTP_PORT}/metrics" 2>/dev/null | awk '
+    /^notice_ingest_events_total\{/ && /result="ingested"/ { ingested += $NF }
+    /^notice_deliveries_total\{/ && /outcome="delivered"/ { delivered += $NF }
+    /^notice_deliveries_total\{/ && /outcome="failed"/ { failed += $NF }
+    /^notice_deliveries_total\{/ && /outcome="superseded"/ { superseded += $NF }
+    /^notice_ingest_lag_ms\{/ { if ($NF > lag) lag = $NF }
+    END { if (NR > 0) printf "[dev] ingested %d · delivered %d · superseded %d · failed %d · ingest lag %d ms\n", ingested, delivered, superseded, failed, lag }'
+}
+( while sleep "${DEV_SUMMARY_EVERY:-5}"; do summary || true; done ) & pids+=($!)
+
+cat <<MSG
 pipeline running (Ctrl-C stops it):
   dashboard   http://127.0.0.1:13200/admin/queues  and  /admin/notices
-  fake-im     http://127.0.0.1:${FAKE_IM_PORT:-18080}/_fake/messages
-  metrics     http://127.0.0.1:13109/metrics   readiness  /readyz
+  fake-im     http://127.0.0.1:${FAKE_IM_PORT}/_fake/messages
+  metrics     http://127.0.0.1:${HTTP_PORT}/metrics   readiness  /readyz
 MSG
+# Until any process exits (then everything stops: a dev loop with a dead part would mislead).
 wait -n

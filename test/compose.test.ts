@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { spawnNotice } from './helpers/spawn.ts';
+import { MYSQL_SERVER } from './helpers/env.ts';
 
 /** No Docker engine runs here, so the compose file is checked statically: structure, and every command against the CLI. */
 const compose = parse(readFileSync('docker-compose.yml', 'utf8'), { merge: true }) as { services: Record<string, any> };
@@ -48,14 +49,15 @@ describe('docker-compose.yml', () => {
     const mysql = await import('mysql2/promise');
     const id = `ini${Date.now().toString(36)}`;
     const password = `p'a\\s"s-$x`;
-    const root = await mysql.createConnection({ uri: 'mysql://root@127.0.0.1:3306' });
+    const server = new URL(MYSQL_SERVER);
+    const root = await mysql.createConnection({ uri: MYSQL_SERVER });
     try {
       const run = spawnSync('bash', ['docker/mysql-init/01-databases.sh'], {
-        env: { ...process.env, NOTICE_MYSQL_PASSWORD: password, NOTICE_DB_PREFIX: id, NOTICE_DB_USER: `${id}_u`, MYSQL_CLIENT: 'mariadb', MYSQL_CLIENT_ARGS: '--protocol=tcp -h127.0.0.1 -P3306', MYSQL_ROOT_PASSWORD: '' },
+        env: { ...process.env, NOTICE_MYSQL_PASSWORD: password, NOTICE_DB_PREFIX: id, NOTICE_DB_USER: `${id}_u`, MYSQL_CLIENT: 'mariadb', MYSQL_CLIENT_ARGS: `--protocol=tcp -h${server.hostname} -P${server.port || 3306}`, MYSQL_ROOT_PASSWORD: decodeURIComponent(server.password) },
         encoding: 'utf8',
       });
       expect(run.status, run.stderr).toBe(0);
-      const user = await mysql.createConnection({ host: '127.0.0.1', port: 3306, user: `${id}_u`, password });
+      const user = await mysql.createConnection({ host: server.hostname, port: Number(server.port || 3306), user: `${id}_u`, password });
       const [dbs] = await user.query<any[]>('SHOW DATABASES');
       expect(dbs.map((d) => d.Database).filter((d: string) => d.startsWith(id)).sort()).toEqual([`${id}_activity`, `${id}_notice`, `${id}_room`, `${id}_wallet`]);
       await user.end();

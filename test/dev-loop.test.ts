@@ -1,0 +1,66 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import mysql from 'mysql2/promise';
+import { freePort } from './helpers/ports.ts';
+import { MYSQL_SERVER, REDIS_URL, waitFor } from './helpers/env.ts';
+
+/**
+ * `npm run dev` as a person (or `timeout`, or a process manager) runs it: it must show readable logs and a summary,
+ * and a SIGTERM or SIGINT to npm must stop every process it started, so the next `npm run dev` finds its ports free.
+ */
+let run: { child: ChildProcess; output: () => string; id: string; config: string } | undefined;
+
+afterEach(async () => {
+  if (!run) return;
+  spawnSync('pkill', ['-KILL', '-f', run.config]);
+  const root = await mysql.createConnection({ uri: MYSQL_SERVER });
+  for (const db of ['notice', 'wallet', 'room', 'activity']) await root.query(`DROP DATABASE IF EXISTS \`${run.id}_${db}\``);
+  await root.end();
+  run = undefined;
+});
+
+async function startDev() {
+  const id = `dev${randomBytes(3).toString('hex')}`;
+  const [fakeImPort, httpPort, dashboardPort] = [await freePort(), await freePort(), await freePort()];
+  const dir = join(process.cwd(), '.tmp', 'dev-loop');
+  mkdirSync(dir, { recursive: true });
+  const config = join(dir, `${id}.yaml`);
+  // configs/dev.yaml with its own databases, Redis prefix and dashboard port, so a developer's running pipeline is untouched.
+  writeFileSync(config, readFileSync('configs/dev.yaml', 'utf8')
+    .replace(/"hyapp_(wallet|room|activity)"/g, `"${id}_$1"`).replace('prefix: "{notice}"', `prefix: "{${id}}"`).replace('port: 13200', `port: ${dashboardPort}`));
+  const child = spawn('npm', ['run', 'dev'], {
+    env: { ...process.env, NOTICE_CONFIG: config, NOTICE_MYSQL_URL: `${MYSQL_SERVER}/${id}_notice`, NOTICE_REDIS_URL: REDIS_URL, FAKE_IM_PORT: String(fakeImPort), NOTICE_HTTP_PORT: String(httpPort), DEV_SUMMARY_EVERY: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  run = { child, output: () => out, id, config };
+  return { child, output: () => out, config, fakeImPort, dashboardPort };
+}
+
+const listening = async (port: number) => fetch(`http://127.0.0.1:${port}/`).then(() => true, () => false);
+const processesOf = (config: string) => spawnSync('pgrep', ['-f', config], { encoding: 'utf8' }).stdout.trim().split('\n').filter(Boolean);
+
+describe('npm run dev', () => {
+  it.each(['SIGTERM', 'SIGINT'] as const)('pretty-prints, summarises, and stops every child on %s to npm', async (signal) => {
+    const dev = await startDev();
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${dev.fakeImPort}/_fake/stats`).then((r) => r.json(), () => ({ delivered: 0 })) as { delivered: number }).delivered, (n) => n > 0, 60_000, 'notices delivered by the dev pipeline');
+    await waitFor(async () => /\[dev\] ingested \d+ · delivered \d+/.test(dev.output()), (ok) => ok, 20_000, 'a summary line');
+    // Pretty lines, not JSON: "[HH:MM:ss.lll] INFO: <role> <msg> {rest}" (colours stripped).
+    const plain = dev.output().replace(/\x1b\[[0-9;]*m/g, '');
+    expect(plain).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: all notice-service started \{/m);
+    expect(plain).not.toMatch(/^\{"level":/m);
+    expect(processesOf(dev.config).length).toBeGreaterThanOrEqual(4);
+    expect(await listening(dev.dashboardPort)).toBe(true);
+
+    dev.child.kill(signal);
+    await new Promise((resolve) => dev.child.once('exit', resolve));
+    await waitFor(async () => processesOf(dev.config).length, (n) => n === 0, 20_000, 'every child gone');
+    expect(await listening(dev.fakeImPort)).toBe(false);
+    expect(await listening(dev.dashboardPort)).toBe(false);
+  });
+});
