@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import * as grpc from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
-import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
+import { createTestEnv, waitFor, type TestEnv, MYSQL_HOST, MYSQL_PORT, mysqlServerVia } from './helpers/env.ts';
 import { balanceChanged, insertWalletRows, ledgerStatusCounts } from './helpers/outbox.ts';
 import { startPipeline } from './helpers/pipeline.ts';
 import { freePort } from './helpers/ports.ts';
@@ -32,10 +32,10 @@ function grpcCheck(port: number): Promise<string> {
 
 describe('health and metrics', () => {
   it('serves /healthz, /readyz, /metrics and gRPC health, following MySQL availability', async () => {
-    dbProxy = new TcpProxy('127.0.0.1', 3306);
+    dbProxy = new TcpProxy(MYSQL_HOST, MYSQL_PORT);
     await dbProxy.start();
     const [httpPort, grpcPort] = [await freePort(), await freePort()];
-    env = await createTestEnv({ health: { http_port: httpPort, grpc_port: grpcPort } }, { mysqlServerForService: `mysql://root@127.0.0.1:${dbProxy.port}` });
+    env = await createTestEnv({ health: { http_port: httpPort, grpc_port: grpcPort } }, { mysqlServerForService: mysqlServerVia(dbProxy.port) });
     env.fakeIm.setFaults({ errors: [{ code: 70500, count: 1 }], not_imported: ['10003'] });
     await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(1), balanceChanged(2), balanceChanged(3), { ...balanceChanged(4), user_id: null }]);
     await insertWalletRows(env.owner, env.config.wallet_database, [{ event_id: 'x', event_type: 'WalletFrozen', user_id: '1', payload: '{}' }]);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
+import { createTestEnv, waitFor, type TestEnv, MYSQL_HOST, MYSQL_PORT, mysqlServerVia } from './helpers/env.ts';
 import { balanceChanged, insertWalletRows, ledgerStatusCounts } from './helpers/outbox.ts';
 import { startPipeline } from './helpers/pipeline.ts';
 import { TcpProxy } from './helpers/tcp-proxy.ts';
@@ -45,9 +45,9 @@ describe('outages', () => {
   });
 
   it('MySQL down: deliver does not record a job as done without its ledger update, and spends no attempts waiting', async () => {
-    tcp = new TcpProxy('127.0.0.1', 3306);
+    tcp = new TcpProxy(MYSQL_HOST, MYSQL_PORT);
     await tcp.start();
-    env = await createTestEnv({ deliver: { retry_base_delay: '100ms', retry_max_delay: '500ms' }, wallet_notice_worker: { max_retry_count: 1 } }, { mysqlServerForService: `mysql://root@127.0.0.1:${tcp.port}` });
+    env = await createTestEnv({ deliver: { retry_base_delay: '100ms', retry_max_delay: '500ms' }, wallet_notice_worker: { max_retry_count: 1 } }, { mysqlServerForService: mysqlServerVia(tcp.port) });
     env.fakeIm.setFaults({ delay_ms: 800 });
     proc = await startPipeline(env.config);
     await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(1), balanceChanged(2)]);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
+import { createTestEnv, waitFor, type TestEnv, MYSQL_HOST, MYSQL_PORT, mysqlServerVia } from './helpers/env.ts';
 import { ledgerStatusCounts } from './helpers/outbox.ts';
 import { insertRoomRows, kick, mqBody, roomEvent } from './helpers/room.ts';
 import { startPipeline } from './helpers/pipeline.ts';
@@ -94,9 +94,9 @@ describe('room kick notices', () => {
 
   it('does not ack while MySQL is unavailable; the message comes back with a higher attempt and is processed once MySQL returns', async () => {
     const proxy = await startMq();
-    dbProxy = new TcpProxy('127.0.0.1', 3306);
+    dbProxy = new TcpProxy(MYSQL_HOST, MYSQL_PORT);
     await dbProxy.start();
-    env = await createTestEnv(mqConfig(proxy.endpoint), { mysqlServerForService: `mysql://root@127.0.0.1:${dbProxy.port}` });
+    env = await createTestEnv(mqConfig(proxy.endpoint), { mysqlServerForService: mysqlServerVia(dbProxy.port) });
     proc = await startPipeline(env.config);
     const consumer = proc.ingest!.consumers[0]!;
     await waitFor(async () => consumer.connected, (c) => c, 10_000, 'consumer connected');

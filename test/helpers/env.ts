@@ -11,6 +11,16 @@ import { FakeImServer } from '../../src/fake-im/server.ts';
 
 export const MYSQL_SERVER = process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** The test MySQL server's address, for a TcpProxy in front of it, and its URL through such a proxy's port. */
+export const MYSQL_HOST = new URL(MYSQL_SERVER).hostname;
+export const MYSQL_PORT = Number(new URL(MYSQL_SERVER).port || 3306);
+export function mysqlServerVia(port: number): string {
+  const url = new URL(MYSQL_SERVER);
+  url.hostname = '127.0.0.1';
+  url.port = String(port);
+  return url.toString().replace(/\/$/, '');
+}
 export const TEST_SECRET = 'test-secret-key-0123456789abcdef';
 
 export interface TestEnv {
