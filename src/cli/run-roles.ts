@@ -66,6 +66,10 @@ export async function buildProcess(config: NoticeConfig, roleNames: readonly Rol
     }));
   });
   const readiness = () => checkReadiness(pool, producerRedis, roles, logger);
+  metrics.onScrape(async () => {
+    metrics.ready.set((await readiness()).ready ? 1 : 0);
+  });
+  if (deliver) metrics.sendRateLimit.set(config.tencent_im.rate_limit_per_second);
   const health = new HealthServer({ host: config.health.host, httpPort: config.health.http_port, grpcPort: config.health.grpc_port, metrics, readiness, logger });
 
   return {

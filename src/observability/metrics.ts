@@ -72,6 +72,8 @@ export class NoticeMetrics {
   });
   readonly ledgerPurged = new Counter({ name: 'notice_ledger_purged_total', help: 'Final ledger rows deleted by retention', labelNames: ['status'], registers: [this.registry] });
   readonly poisoned = new Counter({ name: 'notice_delivery_poison_total', help: 'Events failed because their sends kept starting but never finishing', labelNames: ['source'], registers: [this.registry] });
+  readonly ready = new Gauge({ name: 'notice_ready', help: 'What /readyz answers, as a number: 1 ready, 0 not (read at scrape time), for alerting', registers: [this.registry] });
+  readonly sendRateLimit = new Gauge({ name: 'notice_send_rate_limit_per_second', help: 'tencent_im.rate_limit_per_second this deliver process paces the app against (0 = off)', registers: [this.registry] });
   readonly queueJobs = new Gauge({ name: 'notice_queue_jobs', help: 'BullMQ jobs per queue and state', labelNames: ['queue', 'state'], registers: [this.registry] });
 
   private readonly collectors: Array<() => Promise<void>> = [];
