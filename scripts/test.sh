@@ -18,7 +18,7 @@ cleanup() {
     for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null || true
   done
-  [ -n "$tmp" ] && rm -rf "$tmp"
+  if [ -n "$tmp" ]; then rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
 
