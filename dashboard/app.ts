@@ -61,6 +61,7 @@ export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Del
     queues,
     readOnly: settings.read_only,
     maxRetryFor: (source) => policyFor(source).maxRetryCount,
+    rateLimitPerSecond: config.tencent_im.rate_limit_per_second,
   }));
   const page = noticesPage({ apiPath: `${base}/api/notices`, queuesPath: `${base}/queues`, environment: settings.environment, readOnly: settings.read_only });
   app.get(`${base}/notices`, (_req, res) => void res.type('html').send(page.replace('<script>', `<script nonce="${res.locals.cspNonce}">`)));

@@ -12,6 +12,8 @@ export interface LedgerApiDeps {
   queues: DeliverQueues;
   readOnly: boolean;
   maxRetryFor: (source: string) => number;
+  /** tencent_im.rate_limit_per_second, shown next to the send rate. */
+  rateLimitPerSecond: number;
 }
 
 /** JSON API over notice_delivery_events: look up by business key, list failed rows, requeue them. */
@@ -24,6 +26,17 @@ export function ledgerApi(deps: LedgerApiDeps): express.Router {
     if (!eventId && !userId) return void res.status(400).json({ error: 'give event_id or user_id' });
     const rows = eventId ? await deps.queries.byEventId(eventId) : await deps.queries.byUserId(userId);
     res.json({ rows: rows.map(presentRow) });
+  });
+
+  router.get('/summary', async (_req: Request, res: Response) => {
+    const glance = await deps.queries.glance(Date.now());
+    res.json({
+      window: '1h',
+      by_status: glance.byStatus,
+      oldest_pending_age_ms: glance.oldestPendingAgeMs,
+      send_rate_per_second: Math.round((glance.deliveredLastMinute / 60) * 10) / 10,
+      rate_limit_per_second: deps.rateLimitPerSecond,
+    });
   });
 
   router.get('/failed', async (req: Request, res: Response) => {

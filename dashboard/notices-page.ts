@@ -15,10 +15,13 @@ export function noticesPage(options: { apiPath: string; queuesPath: string; envi
  table{border-collapse:collapse;width:100%;font-size:13px} th,td{border-bottom:1px solid #d9e2ec;padding:6px;text-align:left;vertical-align:top}
  td.err{color:#b00020;max-width:420px;word-break:break-word} .muted{color:#829ab1} button{padding:6px 12px}
  pre{white-space:pre-wrap;word-break:break-all;max-width:520px;margin:0;font-size:12px}
+ #glance{display:flex;flex-wrap:wrap;gap:12px;margin-bottom:16px} .tile{border:1px solid #d9e2ec;border-radius:6px;padding:8px 12px;min-width:110px}
+ .tile b{display:block;font-size:20px} .tile span{color:#627d98;font-size:12px} .tile.bad b{color:#b00020}
 </style></head>
 <body>
 <header><strong>notice-service</strong><span class="env" id="env">${env}</span><a href="${escapeHtml(options.queuesPath)}">Queues (bull-board)</a><span>Notices</span>${options.readOnly ? '<span class="env" style="background:#7b8794">read-only</span>' : ''}</header>
 <main>
+ <section id="glance" aria-label="last hour at a glance"></section>
  <form id="search"><select id="kind"><option value="event_id">event_id</option><option value="user_id">user_id</option></select>
   <input id="q" size="48" placeholder="tx_xxx:WalletBalanceChanged:10001:COIN" aria-label="search value"><button type="submit">Find</button></form>
  <section id="found"></section>
@@ -69,6 +72,22 @@ $('requeue').addEventListener('click', async () => {
 });
 $('prev').addEventListener('click', () => { if (page > 1) { page--; loadFailed(); } });
 $('next').addEventListener('click', () => { if (page * pageSize < total) { page++; loadFailed(); } });
+function tile(label, value, bad) { const d = document.createElement('div'); d.className = 'tile' + (bad ? ' bad' : ''); const b = document.createElement('b'); b.textContent = value; const s = document.createElement('span'); s.textContent = label; d.append(b, s); return d; }
+function age(ms) { if (ms == null) return 'none'; if (ms < 1000) return ms + ' ms'; if (ms < 120000) return Math.round(ms / 1000) + ' s'; return Math.round(ms / 60000) + ' min'; }
+async function loadGlance() {
+  const g = await api('/summary');
+  const tiles = [];
+  const totals = {};
+  for (const r of g.by_status) { const k = r.status + (r.channel === 'tencent_im_c2c' ? '' : ' · ' + r.channel); totals[k] = (totals[k] || 0) + r.count; if (r.capped) totals[k + '+'] = true; }
+  for (const status of ['delivered', 'superseded', 'pending', 'delivering', 'retryable', 'failed']) {
+    for (const k of Object.keys(totals).filter((k) => !k.endsWith('+') && k.split(' · ')[0] === status)) tiles.push(tile(k + ' (1h)', totals[k] + (totals[k + '+'] ? '+' : ''), status === 'failed' && totals[k] > 0));
+  }
+  tiles.push(tile('oldest pending', age(g.oldest_pending_age_ms), g.oldest_pending_age_ms > 60000));
+  tiles.push(tile('sent/s (last min) · limit', g.send_rate_per_second + ' · ' + (g.rate_limit_per_second || 'off'), false));
+  $('glance').replaceChildren(...tiles);
+}
+loadGlance().catch((err) => { $('glance').textContent = 'summary unavailable: ' + err.message; });
+setInterval(() => loadGlance().catch(() => undefined), 10000);
 loadFailed().catch((err) => { $('status').textContent = err.message; });
 </script>
 </body></html>`;

@@ -56,6 +56,12 @@ describe('dashboard in a real browser', () => {
     const row = page.locator('tr[data-event-id="tx_2:WalletBalanceChanged:10002:COIN"]');
     await row.waitFor({ timeout: 10_000 });
     await expect(row.textContent()).resolves.toContain('90012');
+    // The header: the last hour by status, the oldest pending row, the send rate against the limit.
+    const glance = page.locator('#glance');
+    await glance.locator('.tile').filter({ hasText: 'delivered (1h)' }).filter({ hasText: /^2/ }).waitFor({ timeout: 10_000 });
+    await expect(glance.locator('.tile.bad').filter({ hasText: 'failed (1h)' }).textContent()).resolves.toMatch(/^1failed/);
+    await expect(glance.locator('.tile').filter({ hasText: 'oldest pending' }).textContent()).resolves.toMatch(/^none/);
+    await expect(glance.locator('.tile').filter({ hasText: 'sent/s' }).textContent()).resolves.toMatch(/^\d+(\.\d)? · off/);
     await page.screenshot({ path: join(SCREENSHOT_DIR, 'notices-failed.png') });
 
     env.fakeIm.setFaults({});
@@ -65,6 +71,8 @@ describe('dashboard in a real browser', () => {
     await waitFor(async () => env!.fakeIm.delivered().filter((m) => m.toAccount === '10002').length, (n) => n === 1, 15_000, 'delivery after requeue');
     await page.reload();
     await page.locator('#total').filter({ hasText: '(0)' }).waitFor();
+    await glance.locator('.tile').filter({ hasText: 'delivered (1h)' }).filter({ hasText: /^3/ }).waitFor({ timeout: 10_000 });
+    expect(await glance.locator('.tile').filter({ hasText: 'failed (1h)' }).count()).toBe(0);
     await page.screenshot({ path: join(SCREENSHOT_DIR, 'notices-after-requeue.png') });
     expect((await ledgerStatusCounts(env.notice)).delivered).toBe(3);
   });

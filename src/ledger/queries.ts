@@ -1,6 +1,6 @@
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { toLedgerRow } from './repository.ts';
-import type { DeliveryStatus, LedgerRow } from './types.ts';
+import { DELIVERY_STATUSES, type DeliveryStatus, type LedgerRow } from './types.ts';
 
 /** Read-only operator look-ups on the ledger, each served by an index. */
 export class LedgerQueries {
@@ -16,6 +16,36 @@ export class LedgerQueries {
   async byUserId(userId: string, limit = 50): Promise<LedgerRow[]> {
     const [rows] = await this.pool.query<RowDataPacket[]>('SELECT * FROM notice_delivery_events WHERE user_id = ? ORDER BY created_at_ms DESC LIMIT ?', [userId, limit]);
     return rows.map(toLedgerRow);
+  }
+
+  /**
+   * The ledger page's header, cheap whatever the ledger's size: per status, rows that reached it in the last
+   * `windowMs` (a range on idx_nde_status_updated per status, counted up to `cap`); the oldest pending row's age;
+   * deliveries in the last minute. Counts at the cap are shown as "cap+".
+   */
+  async glance(nowMs: number, windowMs = 3_600_000, cap = 10_000): Promise<{ byStatus: Array<{ status: DeliveryStatus; channel: string; count: number; capped: boolean }>; oldestPendingAgeMs: number | null; deliveredLastMinute: number }> {
+    const byStatus: Array<{ status: DeliveryStatus; channel: string; count: number; capped: boolean }> = [];
+    for (const status of DELIVERY_STATUSES) {
+      const [rows] = await this.pool.query<RowDataPacket[]>(
+        `SELECT channel, COUNT(*) AS n FROM (SELECT channel FROM notice_delivery_events FORCE INDEX (idx_nde_status_updated)
+            WHERE status = ? AND updated_at_ms >= ? LIMIT ?) t GROUP BY channel`,
+        [status, nowMs - windowMs, cap],
+      );
+      const total = rows.reduce((sum, r) => sum + Number(r.n), 0);
+      for (const r of rows) byStatus.push({ status, channel: String(r.channel), count: Number(r.n), capped: total >= cap });
+    }
+    const [pending] = await this.pool.query<RowDataPacket[]>(
+      "SELECT updated_at_ms FROM notice_delivery_events FORCE INDEX (idx_nde_status_updated) WHERE status = 'pending' ORDER BY updated_at_ms LIMIT 1",
+    );
+    const [minute] = await this.pool.query<RowDataPacket[]>(
+      "SELECT COUNT(*) AS n FROM notice_delivery_events FORCE INDEX (idx_nde_status_updated) WHERE status = 'delivered' AND updated_at_ms >= ?",
+      [nowMs - 60_000],
+    );
+    return {
+      byStatus,
+      oldestPendingAgeMs: pending[0] ? Math.max(0, nowMs - Number(pending[0].updated_at_ms)) : null,
+      deliveredLastMinute: Number(minute[0]?.n ?? 0),
+    };
   }
 
   /** idx_nde_status_updated, newest first; `before` pages by updated_at_ms. */
