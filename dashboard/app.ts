@@ -7,6 +7,7 @@ import type { NoticeConfig } from '../src/config/schema.ts';
 import { LedgerQueries } from '../src/ledger/queries.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
 import { sourcePolicy } from '../src/notices/registry.ts';
+import { AuditLog } from '../src/ops/audit-log.ts';
 import type { DeliverJobData, DeliverQueues } from '../queues/deliver-queue.ts';
 import { basicAuth } from './auth.ts';
 import { ledgerApi } from './ledger-api.ts';
@@ -62,6 +63,7 @@ export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Del
     readOnly: settings.read_only,
     maxRetryFor: (source) => policyFor(source).maxRetryCount,
     rateLimitPerSecond: config.tencent_im.rate_limit_per_second,
+    audit: new AuditLog(pool),
   }));
   const page = noticesPage({ apiPath: `${base}/api/notices`, queuesPath: `${base}/queues`, environment: settings.environment, readOnly: settings.read_only });
   app.get(`${base}/notices`, (_req, res) => void res.type('html').send(page.replace('<script>', `<script nonce="${res.locals.cspNonce}">`)));

@@ -14,7 +14,11 @@ export function basicAuth(username: string, password: string, logger?: Logger, r
     const header = req.headers.authorization ?? '';
     const match = /^Basic +([A-Za-z0-9+/=]+) *$/i.exec(header);
     const given = match ? Buffer.from(match[1]!, 'base64').toString('utf8') : '';
-    if (password !== '' && timingSafeEqual(digest(given), expected)) return next();
+    if (password !== '' && timingSafeEqual(digest(given), expected)) {
+      // Who did what is recorded for operator actions (the audit log); the password never leaves this function.
+      res.locals.operator = username;
+      return next();
+    }
     if (header !== '') logger?.warn({ ip: req.ip, user: given.split(':')[0]?.slice(0, 64), path: req.path }, 'dashboard login failed');
     res.set('WWW-Authenticate', `Basic realm="${realm}", charset="UTF-8"`).status(401).type('text/plain').send('authentication required');
   };

@@ -4,6 +4,7 @@ import type { LedgerRepository } from '../src/ledger/repository.ts';
 import type { LedgerKey, LedgerRow } from '../src/ledger/types.ts';
 import { requeueFailed } from '../src/ops/requeue.ts';
 import { presentRow } from '../src/ledger/present.ts';
+import type { AuditLog } from '../src/ops/audit-log.ts';
 import type { DeliverQueues } from '../queues/deliver-queue.ts';
 
 export interface LedgerApiDeps {
@@ -14,6 +15,7 @@ export interface LedgerApiDeps {
   maxRetryFor: (source: string) => number;
   /** tencent_im.rate_limit_per_second, shown next to the send rate. */
   rateLimitPerSecond: number;
+  audit: AuditLog;
 }
 
 /** JSON API over notice_delivery_events: look up by business key, list failed rows, requeue them. */
@@ -39,6 +41,11 @@ export function ledgerApi(deps: LedgerApiDeps): express.Router {
     });
   });
 
+  router.get('/audit', async (_req: Request, res: Response) => {
+    const actions = await deps.audit.recent(20);
+    res.json({ actions: actions.map((a) => ({ at_ms: a.atMs, actor: a.actor, via: a.via, action: a.action, matched: a.matched, affected: a.affected, detail: a.detail })) });
+  });
+
   router.get('/failed', async (req: Request, res: Response) => {
     const pageSize = clamp(Number(req.query.page_size ?? 50), 1, 200);
     const page = clamp(Number(req.query.page ?? 1), 1, 100_000);
@@ -61,6 +68,12 @@ export function ledgerApi(deps: LedgerApiDeps): express.Router {
       else missing.push(key);
     }
     const result = await requeueFailed(deps.ledger, deps.queues, rows, deps.maxRetryFor);
+    const skipped = result.skipped.length + missing.length;
+    await deps.audit.record({
+      actor: typeof res.locals.operator === 'string' ? res.locals.operator : 'anonymous (dashboard auth off)', via: 'dashboard', action: 'requeue_failed',
+      matched: keys.length, affected: result.requeued.length,
+      detail: { event_ids: keys.slice(0, 20).map((k) => k.sourceEventId), ...(keys.length > 20 ? { more: keys.length - 20 } : {}), skipped },
+    });
     res.json({
       requeued: result.requeued.map((k) => k.sourceEventId),
       skipped: [...result.skipped.map((s) => ({ source_event_id: s.key.sourceEventId, reason: s.reason })), ...missing.map((k) => ({ source_event_id: k.sourceEventId, reason: 'no such ledger row' }))],

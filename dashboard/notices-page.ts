@@ -29,6 +29,8 @@ export function noticesPage(options: { apiPath: string; queuesPath: string; envi
  <div><button id="requeue" ${options.readOnly ? 'disabled' : ''}>Requeue selected</button> <span id="status" role="status"></span></div>
  <table id="failed"><thead><tr><th></th><th>updated</th><th>source</th><th>event_id</th><th>user</th><th>type</th><th>attempts</th><th>code</th><th>error</th></tr></thead><tbody></tbody></table>
  <div><button id="prev">‹ newer</button> <span id="page"></span> <button id="next">older ›</button></div>
+ <h2>Operator actions <span class="muted">(newest 20)</span></h2>
+ <table id="audit"><thead><tr><th>when</th><th>who</th><th>via</th><th>action</th><th>matched</th><th>changed</th><th>detail</th></tr></thead><tbody></tbody></table>
 </main>
 <script>
 const CONFIG = ${config};
@@ -66,6 +68,7 @@ $('requeue').addEventListener('click', async () => {
   if (!keys.length) { $('status').textContent = 'select rows first'; return; }
   try {
     const result = await api('/requeue', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ keys }) });
+    loadAudit().catch(() => undefined);
     $('status').textContent = 'requeued ' + result.requeued.length + (result.skipped.length ? ', skipped ' + result.skipped.map((s) => s.source_event_id + ': ' + s.reason).join('; ') : '');
   } catch (err) { $('status').textContent = 'requeue failed: ' + err.message; }
   await loadFailed();
@@ -86,6 +89,12 @@ async function loadGlance() {
   tiles.push(tile('sent/s (last min) · limit', g.send_rate_per_second + ' · ' + (g.rate_limit_per_second || 'off'), false));
   $('glance').replaceChildren(...tiles);
 }
+async function loadAudit() {
+  const data = await api('/audit');
+  const body = $('audit').querySelector('tbody'); body.replaceChildren();
+  for (const a of data.actions) { const tr = document.createElement('tr'); tr.append(td(when(a.at_ms)), td(a.actor), td(a.via), td(a.action), td(a.matched), td(a.affected), td(JSON.stringify(a.detail))); body.append(tr); }
+}
+loadAudit().catch(() => undefined);
 loadGlance().catch((err) => { $('glance').textContent = 'summary unavailable: ' + err.message; });
 setInterval(() => loadGlance().catch(() => undefined), 10000);
 loadFailed().catch((err) => { $('status').textContent = err.message; });

@@ -120,3 +120,26 @@ export const noticeRejectedMessages = mysqlTable(
   },
   (t) => [uniqueIndex('uk_nrm_source_message').on(t.sourceName, t.messageId), index('idx_nrm_created').on(t.createdAtMs)],
 );
+
+/**
+ * What operators did to the pipeline (requeues from the Notices page or the CLI): who, when, through what, what they
+ * asked for and how many rows it touched. Append-only; read newest first on the Notices page.
+ */
+export const noticeOperatorActions = mysqlTable(
+  'notice_operator_actions',
+  {
+    id: bigint('id', { mode: 'number', unsigned: true }).autoincrement().primaryKey(),
+    atMs: bigint('at_ms', { mode: 'number' }).notNull(),
+    /** The dashboard's basic-auth user, or `<os user>@<host>` for the CLI. */
+    actor: varchar('actor', { length: 191 }).notNull(),
+    /** dashboard | cli */
+    via: varchar('via', { length: 16 }).notNull(),
+    /** requeue_failed */
+    action: varchar('action', { length: 32 }).notNull(),
+    matched: int('matched').notNull(),
+    affected: int('affected').notNull(),
+    /** JSON: the filters or the first event ids, and why rows were skipped. */
+    detail: mediumtext('detail').notNull(),
+  },
+  (t) => [index('idx_noa_at').on(t.atMs)],
+);

@@ -72,6 +72,8 @@ describe('dashboard in a real browser', () => {
     await page.reload();
     await page.locator('#total').filter({ hasText: '(0)' }).waitFor();
     await glance.locator('.tile').filter({ hasText: 'delivered (1h)' }).filter({ hasText: /^3/ }).waitFor({ timeout: 10_000 });
+    // The requeue is in the operator actions, under the basic-auth user.
+    await expect(page.locator('#audit tbody tr').first().textContent()).resolves.toMatch(/opsdashboardrequeue_failed11/);
     expect(await glance.locator('.tile').filter({ hasText: 'failed (1h)' }).count()).toBe(0);
     await page.screenshot({ path: join(SCREENSHOT_DIR, 'notices-after-requeue.png') });
     expect((await ledgerStatusCounts(env.notice)).delivered).toBe(3);

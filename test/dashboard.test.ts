@@ -1,3 +1,4 @@
+import { hostname, userInfo } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { balanceChanged, insertWalletRows, ledgerStatusCounts } from './helpers/outbox.ts';
@@ -66,6 +67,9 @@ describe('dashboard', () => {
     const res = await fetch(`${base}/api/notices/requeue`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: JSON.stringify({ keys: [{ source_name: row.source_name, app_code: row.app_code, source_event_id: row.source_event_id, channel: row.channel }, { source_name: 'wallet_outbox', app_code: 'lalu', source_event_id: 'nope', channel: 'tencent_im_c2c' }] }) });
     expect(await res.json()).toEqual({ requeued: [row.source_event_id], skipped: [{ source_event_id: 'nope', reason: 'no such ledger row' }] });
     await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 2, 10_000, 'requeued event delivered');
+    // The audit log says who did it, from where, and what it touched.
+    const audit = await (await fetch(`${base}/api/notices/audit`, { headers: auth() })).json();
+    expect(audit.actions).toEqual([expect.objectContaining({ actor: 'ops', via: 'dashboard', action: 'requeue_failed', matched: 2, affected: 1, detail: { event_ids: [row.source_event_id, 'nope'], skipped: 1 } })]);
     expect(env!.fakeIm.delivered().filter((m) => m.toAccount === '10002')).toHaveLength(1);
   });
 
@@ -104,6 +108,10 @@ describe('dashboard', () => {
     expect(await real.exited).toBe(0);
     expect(JSON.parse(real.output().slice(real.output().indexOf('{')))).toMatchObject({ matched: 1, requeued: 1 });
     await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 2, 10_000, 'delivered after CLI requeue');
+    // Only the real run is an operator action; the dry run changed nothing.
+    const [actions] = await env!.notice.query<any[]>('SELECT actor, via, action, matched, affected, detail FROM notice_operator_actions');
+    expect(actions).toEqual([expect.objectContaining({ actor: `${userInfo().username}@${hostname()}`, via: 'cli', action: 'requeue_failed', matched: 1, affected: 1 })]);
+    expect(JSON.parse(actions[0].detail)).toEqual({ status: 'failed', source: 'wallet_outbox', skipped: 0 });
 
     const bad = spawnNotice(['requeue', '--status', 'delivered', '--config', env!.configFile]);
     expect(await bad.exited).toBe(2);

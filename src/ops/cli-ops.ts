@@ -8,6 +8,8 @@ import { sourcePolicy } from '../notices/registry.ts';
 import { createDeliverQueues, type DeliverQueues } from '../../queues/deliver-queue.ts';
 import { presentRow } from '../ledger/present.ts';
 import { requeueFailed } from './requeue.ts';
+import { AuditLog } from './audit-log.ts';
+import { hostname, userInfo } from 'node:os';
 import { RoleConfigError } from '../app/role.ts';
 
 async function withResources<T>(config: NoticeConfig, work: (r: { pool: ReturnType<typeof createMysqlPool>; queues: DeliverQueues }) => Promise<T>): Promise<T> {
@@ -74,6 +76,13 @@ export async function requeueCommand(config: NoticeConfig, options: RequeueComma
       requeued += result.requeued.length;
       skipped.push(...result.skipped.map((s) => ({ event_id: s.key.sourceEventId, reason: s.reason })));
       offset += result.skipped.length;
+    }
+    // A dry run changes nothing, so it is not an action on the pipeline.
+    if (!options.dryRun) {
+      await new AuditLog(pool).record({
+        actor: `${userInfo().username}@${hostname()}`, via: 'cli', action: 'requeue_failed', matched, affected: requeued,
+        detail: { status: options.status, ...(options.source ? { source: options.source } : {}), ...(options.since ? { since: options.since } : {}), skipped: skipped.length },
+      });
     }
     return { matched, requeued, skipped, dry_run: options.dryRun };
   });

@@ -1,0 +1,37 @@
+import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import { clipText } from '../platform/text.ts';
+
+export interface OperatorAction {
+  actor: string;
+  via: 'dashboard' | 'cli';
+  action: 'requeue_failed';
+  matched: number;
+  affected: number;
+  detail: Record<string, unknown>;
+}
+
+export interface RecordedAction extends OperatorAction {
+  id: number;
+  atMs: number;
+}
+
+/** notice_operator_actions: who changed what in the pipeline, kept in MySQL next to the ledger it changed. */
+export class AuditLog {
+  constructor(private readonly pool: Pool, private readonly now: () => number = Date.now) {}
+
+  async record(action: OperatorAction): Promise<void> {
+    await this.pool.query<ResultSetHeader>(
+      'INSERT INTO notice_operator_actions (at_ms, actor, via, action, matched, affected, detail) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      [this.now(), clipText(action.actor, 191), action.via, action.action, action.matched, action.affected, JSON.stringify(action.detail)],
+    );
+  }
+
+  /** Newest first (idx_noa_at). */
+  async recent(limit = 20): Promise<RecordedAction[]> {
+    const [rows] = await this.pool.query<RowDataPacket[]>('SELECT * FROM notice_operator_actions ORDER BY at_ms DESC, id DESC LIMIT ?', [limit]);
+    return rows.map((r) => ({
+      id: Number(r.id), atMs: Number(r.at_ms), actor: String(r.actor), via: r.via, action: r.action,
+      matched: Number(r.matched), affected: Number(r.affected), detail: JSON.parse(String(r.detail)) as Record<string, unknown>,
+    }));
+  }
+}
