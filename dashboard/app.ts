@@ -8,6 +8,9 @@ import { LedgerQueries } from '../src/ledger/queries.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
 import { sourcePolicy } from '../src/notices/registry.ts';
 import { AuditLog } from '../src/ops/audit-log.ts';
+import { RejectStore } from '../src/intake/reject-store.ts';
+import { rejectEntries } from '../src/ops/reject-entries.ts';
+import { rejectsApi } from './rejects-api.ts';
 import type { DeliverJobData, DeliverQueues } from '../queues/deliver-queue.ts';
 import { basicAuth } from './auth.ts';
 import { ledgerApi } from './ledger-api.ts';
@@ -65,7 +68,13 @@ export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Del
     rateLimitPerSecond: config.tencent_im.rate_limit_per_second,
     audit: new AuditLog(pool),
   }));
-  const page = noticesPage({ apiPath: `${base}/api/notices`, queuesPath: `${base}/queues`, environment: settings.environment, readOnly: settings.read_only });
+  app.use(`${base}/api/rejects`, rejectsApi({
+    rejects: new RejectStore(pool),
+    entryFor: rejectEntries(config, pool, queues, logger),
+    audit: new AuditLog(pool),
+    readOnly: settings.read_only,
+  }));
+  const page = noticesPage({ apiPath: `${base}/api/notices`, rejectsPath: `${base}/api/rejects`, queuesPath: `${base}/queues`, environment: settings.environment, readOnly: settings.read_only });
   app.get(`${base}/notices`, (_req, res) => void res.type('html').send(page.replace('<script>', `<script nonce="${res.locals.cspNonce}">`)));
   app.get(['/', base], (_req, res) => res.redirect(`${base}/queues`));
   app.use(errorHandler(logger));

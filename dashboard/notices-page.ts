@@ -2,8 +2,8 @@
  * The ledger page: search by event_id / user_id, the failed list (newest first, paged), requeue of selected rows.
  * Static HTML plus a little script against the JSON API; every value is inserted as text, never as HTML.
  */
-export function noticesPage(options: { apiPath: string; queuesPath: string; environment: { label: string; color: string }; readOnly: boolean }): string {
-  const config = JSON.stringify({ api: options.apiPath, readOnly: options.readOnly }).replace(/</g, '\\u003c');
+export function noticesPage(options: { apiPath: string; rejectsPath: string; queuesPath: string; environment: { label: string; color: string }; readOnly: boolean }): string {
+  const config = JSON.stringify({ api: options.apiPath, rejects: options.rejectsPath, readOnly: options.readOnly }).replace(/</g, '\\u003c');
   const env = escapeHtml(options.environment.label);
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>notice-service · notices</title>
@@ -29,6 +29,11 @@ export function noticesPage(options: { apiPath: string; queuesPath: string; envi
  <div><button id="requeue" ${options.readOnly ? 'disabled' : ''}>Requeue selected</button> <span id="status" role="status"></span></div>
  <table id="failed"><thead><tr><th></th><th>updated</th><th>source</th><th>event_id</th><th>user</th><th>type</th><th>attempts</th><th>code</th><th>error</th></tr></thead><tbody></tbody></table>
  <div><button id="prev">‹ newer</button> <span id="page"></span> <button id="next">older ›</button></div>
+ <h2>Rejected MQ messages <span class="muted" id="rejects-total"></span></h2>
+ <form id="rejects-filter"><input id="rejects-reason" size="32" placeholder="reason contains…" aria-label="reason contains"><select id="rejects-since" aria-label="since"><option value="">any time</option><option value="1h">last hour</option><option value="1d">last day</option><option value="7d">last week</option></select><button type="submit">Filter</button>
+  <button type="button" id="rejects-requeue" ${options.readOnly ? 'disabled' : ''}>Requeue selected</button> <span id="rejects-status" role="status"></span></form>
+ <table id="rejects"><thead><tr><th></th><th>received</th><th>source</th><th>message id</th><th>tag</th><th>attempt</th><th>bytes</th><th>reason</th><th></th></tr></thead><tbody></tbody></table>
+ <pre id="rejects-body" aria-label="message body"></pre>
  <h2>Operator actions <span class="muted">(newest 20)</span></h2>
  <table id="audit"><thead><tr><th>when</th><th>who</th><th>via</th><th>action</th><th>matched</th><th>changed</th><th>detail</th></tr></thead><tbody></tbody></table>
 </main>
@@ -94,6 +99,33 @@ async function loadAudit() {
   const body = $('audit').querySelector('tbody'); body.replaceChildren();
   for (const a of data.actions) { const tr = document.createElement('tr'); tr.append(td(when(a.at_ms)), td(a.actor), td(a.via), td(a.action), td(a.matched), td(a.affected), td(JSON.stringify(a.detail))); body.append(tr); }
 }
+async function rejectsApi(path, init) { const r = await fetch(CONFIG.rejects + path, init); if (!r.ok) throw new Error(r.status + ' ' + (await r.text())); return r.json(); }
+async function loadRejects() {
+  const q = new URLSearchParams({ reason: $('rejects-reason').value, since: $('rejects-since').value });
+  const data = await rejectsApi('?' + q);
+  $('rejects-total').textContent = '(' + data.total + ')';
+  const body = $('rejects').querySelector('tbody'); body.replaceChildren();
+  for (const m of data.rows) {
+    const tr = document.createElement('tr'); tr.dataset.rejectId = m.id;
+    const box = document.createElement('td'); const cb = document.createElement('input'); cb.type = 'checkbox'; cb.value = m.id; cb.setAttribute('aria-label', 'select reject ' + m.id); box.append(cb);
+    const view = document.createElement('button'); view.type = 'button'; view.textContent = 'view';
+    view.addEventListener('click', async () => { const d = await rejectsApi('/' + m.id); $('rejects-body').textContent = (d.body.utf8 ? d.body.text : '(not UTF-8)') + '\\n\\nhex' + (d.body.truncated ? ' (first 4 KiB)' : '') + ': ' + d.body.hex; });
+    const v = document.createElement('td'); v.append(view);
+    tr.append(box, td(when(m.created_at_ms)), td(m.source_name), td(m.message_id), td(m.tag), td(m.delivery_attempt), td(m.body_bytes), td(m.reason, 'err'), v);
+    body.append(tr);
+  }
+}
+$('rejects-filter').addEventListener('submit', (e) => { e.preventDefault(); loadRejects().catch((err) => { $('rejects-status').textContent = err.message; }); });
+$('rejects-requeue').addEventListener('click', async () => {
+  const ids = [...document.querySelectorAll('#rejects input:checked')].map((cb) => Number(cb.value));
+  if (!ids.length) { $('rejects-status').textContent = 'select messages first'; return; }
+  try {
+    const r = await rejectsApi('/requeue', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ids }) });
+    $('rejects-status').textContent = 'requeued ' + r.requeued.length + (r.still_rejected.length ? ', still rejected: ' + r.still_rejected.map((s) => s.id + ': ' + s.reason).join('; ') : '');
+  } catch (err) { $('rejects-status').textContent = 'requeue failed: ' + err.message; }
+  await loadRejects(); await loadAudit();
+});
+loadRejects().catch(() => undefined);
 loadAudit().catch(() => undefined);
 loadGlance().catch((err) => { $('glance').textContent = 'summary unavailable: ' + err.message; });
 setInterval(() => loadGlance().catch(() => undefined), 10000);

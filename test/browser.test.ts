@@ -66,7 +66,7 @@ describe('dashboard in a real browser', () => {
 
     env.fakeIm.setFaults({});
     await row.locator('input[type=checkbox]').check();
-    await page.getByRole('button', { name: 'Requeue selected' }).click();
+    await page.locator('#requeue').click();
     await page.getByRole('status').filter({ hasText: 'requeued 1' }).waitFor({ timeout: 10_000 });
     await waitFor(async () => env!.fakeIm.delivered().filter((m) => m.toAccount === '10002').length, (n) => n === 1, 15_000, 'delivery after requeue');
     await page.reload();

@@ -33,6 +33,7 @@ describe('dashboard', () => {
     const routes: Array<[string, string]> = [
       ['GET', '/'], ['GET', '/admin'], ['GET', '/admin/queues'], ['GET', '/admin/queues/api/queues'], ['GET', '/admin/notices'],
       ['GET', '/admin/api/notices?event_id=x'], ['GET', '/admin/api/notices/failed'], ['POST', '/admin/api/notices/requeue'],
+      ['GET', '/admin/api/notices/summary'], ['GET', '/admin/api/notices/audit'], ['GET', '/admin/api/rejects'], ['GET', '/admin/api/rejects/1'], ['POST', '/admin/api/rejects/requeue'],
       ['PUT', '/admin/queues/api/queues/deliver-tencent-im-c2c-wallet_notice/retry/failed'], ['GET', '/admin/queues/static/nothing.js'],
     ];
     const origin = base.replace('/admin', '');

@@ -160,6 +160,39 @@ program
     if (rows.length === 0) process.exitCode = 1;
   });
 
+const rejects = program.command('rejects').description('MQ messages acked without a ledger row (notice_rejected_messages)');
+rejects
+  .command('list', { isDefault: true })
+  .description('list rejected messages, newest first (bodies with `rejects show <id>`)')
+  .addOption(configOption())
+  .option('--reason <text>', 'only those whose reason contains this')
+  .option('--since <when>', 'only those received since: a duration ("2h") or an ISO time')
+  .option('--limit <n>', 'at most this many', '50')
+  .action(async (opts: { config?: string; reason?: string; since?: string; limit: string }) => {
+    const { listRejectsCommand } = await import('../ops/cli-ops.ts');
+    console.log(JSON.stringify(await listRejectsCommand(loadConfig(opts.config), opts), null, 2));
+  });
+rejects
+  .command('show')
+  .description('one rejected message with its raw body (text when UTF-8, and a hex dump)')
+  .argument('<id>')
+  .addOption(configOption())
+  .action(async (id: string, opts: { config?: string }) => {
+    const { showRejectCommand } = await import('../ops/cli-ops.ts');
+    const shown = await showRejectCommand(loadConfig(opts.config), id);
+    console.log(JSON.stringify(shown, null, 2));
+    if (!shown) process.exitCode = 1;
+  });
+rejects
+  .command('requeue')
+  .description('parse rejected messages again and record those that now pass (after a fix), like a fresh delivery')
+  .argument('<ids...>')
+  .addOption(configOption())
+  .action(async (ids: string[], opts: { config?: string }) => {
+    const { requeueRejectsCommand } = await import('../ops/cli-ops.ts');
+    console.log(JSON.stringify(await requeueRejectsCommand(loadConfig(opts.config), ids), null, 2));
+  });
+
 program
   .command('requeue')
   .description('put failed events back to pending and enqueue them again')

@@ -4,7 +4,7 @@ import { clipText } from '../platform/text.ts';
 export interface OperatorAction {
   actor: string;
   via: 'dashboard' | 'cli';
-  action: 'requeue_failed';
+  action: 'requeue_failed' | 'requeue_rejected';
   matched: number;
   affected: number;
   detail: Record<string, unknown>;

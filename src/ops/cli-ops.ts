@@ -9,6 +9,11 @@ import { createDeliverQueues, type DeliverQueues } from '../../queues/deliver-qu
 import { presentRow } from '../ledger/present.ts';
 import { requeueFailed } from './requeue.ts';
 import { AuditLog } from './audit-log.ts';
+import { presentBody, RejectStore } from '../intake/reject-store.ts';
+import { requeueRejected } from './reject-requeue.ts';
+import { rejectEntries } from './reject-entries.ts';
+// Log lines go to stderr, so stdout stays the command's JSON.
+import { pino } from 'pino';
 import { hostname, userInfo } from 'node:os';
 import { RoleConfigError } from '../app/role.ts';
 
@@ -86,4 +91,42 @@ export async function requeueCommand(config: NoticeConfig, options: RequeueComma
     }
     return { matched, requeued, skipped, dry_run: options.dryRun };
   });
+}
+
+/** `notice-service rejects [--reason …] [--since …] [--limit n]`. */
+export async function listRejectsCommand(config: NoticeConfig, options: { reason?: string; since?: string; limit: string }) {
+  const limit = Number(options.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new RoleConfigError(`--limit must be an integer from 1 to 1000, got "${options.limit}"`);
+  const sinceMs = options.since ? parseSince(options.since) : undefined;
+  return withResources(config, async ({ pool }) => (await new RejectStore(pool).list({ reason: options.reason, sinceMs, limit, offset: 0 })));
+}
+
+/** `notice-service rejects show <id>`: null when there is no such message. */
+export async function showRejectCommand(config: NoticeConfig, idText: string) {
+  const id = parseRejectId(idText);
+  return withResources(config, async ({ pool }) => {
+    const message = await new RejectStore(pool).get(id);
+    if (!message) return null;
+    const { rawBody, ...summary } = message;
+    return { ...summary, body: presentBody(rawBody) };
+  });
+}
+
+/** `notice-service rejects requeue <id…>`: through the same parser and recorder as the MQ entry; audited. */
+export async function requeueRejectsCommand(config: NoticeConfig, idTexts: readonly string[]) {
+  const ids = idTexts.map(parseRejectId);
+  return withResources(config, async ({ pool, queues }) => {
+    const result = await requeueRejected({ rejects: new RejectStore(pool), entryFor: rejectEntries(config, pool, queues, pino({ level: config.log.level, base: { role: 'cli' } }, pino.destination(2))) }, ids);
+    await new AuditLog(pool).record({
+      actor: `${userInfo().username}@${hostname()}`, via: 'cli', action: 'requeue_rejected', matched: ids.length, affected: result.requeued.length,
+      detail: { ids: ids.slice(0, 20), still_rejected: result.stillRejected.length, missing: result.missing.length },
+    });
+    return { requeued: result.requeued, still_rejected: result.stillRejected, missing: result.missing };
+  });
+}
+
+function parseRejectId(text: string): number {
+  const id = Number(text);
+  if (!/^\d{1,15}$/.test(text) || !Number.isSafeInteger(id) || id <= 0) throw new RoleConfigError(`a rejected message id is a positive integer, got "${text}"`);
+  return id;
 }
