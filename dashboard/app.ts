@@ -8,6 +8,7 @@ import { LedgerQueries } from '../src/ledger/queries.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
 import { sourcePolicy } from '../src/notices/registry.ts';
 import { AuditLog } from '../src/ops/audit-log.ts';
+import { DeliveryHistory } from '../src/ledger/history.ts';
 import { RejectStore } from '../src/intake/reject-store.ts';
 import { rejectEntries } from '../src/ops/reject-entries.ts';
 import { rejectsApi } from './rejects-api.ts';
@@ -67,6 +68,7 @@ export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Del
     maxRetryFor: (source) => policyFor(source).maxRetryCount,
     rateLimitPerSecond: config.tencent_im.rate_limit_per_second,
     audit: new AuditLog(pool),
+    history: new DeliveryHistory(pool, (err) => logger.warn({ err: err.message }, 'could not write delivery history')),
   }));
   app.use(`${base}/api/rejects`, rejectsApi({
     rejects: new RejectStore(pool),

@@ -3,7 +3,8 @@ import type { LedgerQueries } from '../src/ledger/queries.ts';
 import type { LedgerRepository } from '../src/ledger/repository.ts';
 import type { LedgerKey, LedgerRow } from '../src/ledger/types.ts';
 import { requeueFailed } from '../src/ops/requeue.ts';
-import { presentRow } from '../src/ledger/present.ts';
+import { presentRow, withTimelines } from '../src/ledger/present.ts';
+import type { DeliveryHistory } from '../src/ledger/history.ts';
 import type { AuditLog } from '../src/ops/audit-log.ts';
 import type { DeliverQueues } from '../queues/deliver-queue.ts';
 
@@ -16,6 +17,7 @@ export interface LedgerApiDeps {
   /** tencent_im.rate_limit_per_second, shown next to the send rate. */
   rateLimitPerSecond: number;
   audit: AuditLog;
+  history: DeliveryHistory;
 }
 
 /** JSON API over notice_delivery_events: look up by business key, list failed rows, requeue them. */
@@ -27,7 +29,7 @@ export function ledgerApi(deps: LedgerApiDeps): express.Router {
     const userId = typeof req.query.user_id === 'string' ? req.query.user_id.trim() : '';
     if (!eventId && !userId) return void res.status(400).json({ error: 'give event_id or user_id' });
     const rows = eventId ? await deps.queries.byEventId(eventId) : await deps.queries.byUserId(userId);
-    res.json({ rows: rows.map(presentRow) });
+    res.json({ rows: await withTimelines(deps.history, rows) });
   });
 
   router.get('/summary', async (_req: Request, res: Response) => {
@@ -67,10 +69,11 @@ export function ledgerApi(deps: LedgerApiDeps): express.Router {
       if (row) rows.push(row);
       else missing.push(key);
     }
-    const result = await requeueFailed(deps.ledger, deps.queues, rows, deps.maxRetryFor);
+    const operator = typeof res.locals.operator === 'string' ? res.locals.operator : 'anonymous (dashboard auth off)';
+    const result = await requeueFailed(deps.ledger, deps.queues, rows, deps.maxRetryFor, { history: deps.history, actor: operator });
     const skipped = result.skipped.length + missing.length;
     await deps.audit.record({
-      actor: typeof res.locals.operator === 'string' ? res.locals.operator : 'anonymous (dashboard auth off)', via: 'dashboard', action: 'requeue_failed',
+      actor: operator, via: 'dashboard', action: 'requeue_failed',
       matched: keys.length, affected: result.requeued.length,
       detail: { event_ids: keys.slice(0, 20).map((k) => k.sourceEventId), ...(keys.length > 20 ? { more: keys.length - 20 } : {}), skipped },
     });

@@ -15,6 +15,7 @@ export function noticesPage(options: { apiPath: string; rejectsPath: string; que
  table{border-collapse:collapse;width:100%;font-size:13px} th,td{border-bottom:1px solid #d9e2ec;padding:6px;text-align:left;vertical-align:top}
  td.err{color:#b00020;max-width:420px;word-break:break-word} .muted{color:#829ab1} button{padding:6px 12px}
  pre{white-space:pre-wrap;word-break:break-all;max-width:520px;margin:0;font-size:12px}
+ ol.timeline{margin:4px 0 8px;padding-left:20px;font-size:13px} ol.timeline li{margin:2px 0}
  #glance{display:flex;flex-wrap:wrap;gap:12px;margin-bottom:16px} .tile{border:1px solid #d9e2ec;border-radius:6px;padding:8px 12px;min-width:110px}
  .tile b{display:block;font-size:20px} .tile span{color:#627d98;font-size:12px} .tile.bad b{color:#b00020}
 </style></head>
@@ -63,7 +64,16 @@ $('search').addEventListener('submit', async (e) => {
   if (!data.rows.length) { out.textContent = 'nothing found'; return; }
   const table = document.createElement('table');
   for (const row of data.rows) {
-    for (const [k, v] of Object.entries(row)) { const tr = document.createElement('tr'); tr.append(td(k), (() => { const c = document.createElement('td'); const p = document.createElement('pre'); p.textContent = k.endsWith('_ms') && v ? v + '  (' + when(v) + ')' : (v == null ? '' : String(v)); c.append(p); return c; })()); table.append(tr); }
+    const story = document.createElement('tr'); const cell = document.createElement('td'); cell.colSpan = 2;
+    const list = document.createElement('ol'); list.className = 'timeline'; list.setAttribute('aria-label', 'timeline of ' + row.source_event_id + ' over ' + row.channel);
+    for (const step of row.timeline || []) {
+      const li = document.createElement('li');
+      li.textContent = when(step.at_ms) + '  ' + step.event + (step.actor ? ' by ' + step.actor : '') + (step.error_code ? '  ' + step.error_code : '') + (step.error ? ': ' + step.error : '') + (step.latency_ms != null ? '  (' + step.latency_ms + ' ms)' : '');
+      list.append(li);
+    }
+    cell.append(list); story.append(cell); table.append(story);
+    for (const [k, v] of Object.entries(row)) {
+      if (k === 'timeline') continue; const tr = document.createElement('tr'); tr.append(td(k), (() => { const c = document.createElement('td'); const p = document.createElement('pre'); p.textContent = k.endsWith('_ms') && v ? v + '  (' + when(v) + ')' : (v == null ? '' : String(v)); c.append(p); return c; })()); table.append(tr); }
     const sep = document.createElement('tr'); sep.append(td('')); table.append(sep);
   }
   out.append(table);

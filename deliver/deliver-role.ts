@@ -15,6 +15,7 @@ import type { NoticeMetrics } from '../src/observability/metrics.ts';
 import { Reconciler } from './reconciler.ts';
 import { SendPacer } from './send-pacer.ts';
 import { BatchedLedger } from '../src/ledger/batched-ledger.ts';
+import { DeliveryHistory } from '../src/ledger/history.ts';
 
 /** Deliver: a BullMQ worker on the C2C queue, sending through Tencent IM and recording outcomes in the ledger. */
 export class DeliverRole implements Role {
@@ -65,6 +66,7 @@ export class DeliverRole implements Role {
       sendTimeoutMs: longestSendMs,
       logger: this.logger,
       metrics: this.metrics,
+      history: new DeliveryHistory(this.pool, (err) => this.logger.warn({ err: err.message }, 'could not write delivery history; the ledger row is unaffected')),
       onOutcome: (outcome) => this.outcomes[outcome]++,
     });
     // Several BullMQ workers share the concurrency (see fetchLanes): a burst starts sending after a few fetches. Each
@@ -88,7 +90,7 @@ export class DeliverRole implements Role {
     await Promise.all(this.workers.map((worker) => worker.waitUntilReady()));
     this.reconciler = new Reconciler({
       ledger: new LedgerRepository(this.pool), queues: this.queues, redis: this.producerRedis, config: this.config, owner: this.workerId,
-      maxRetryFor: (source) => policyFor(source).maxRetryCount, maxQueuedJobs: maxQueuedJobs(this.config), logger: this.logger, metrics: this.metrics,
+      maxRetryFor: (source) => policyFor(source).maxRetryCount, history: new DeliveryHistory(this.pool), maxQueuedJobs: maxQueuedJobs(this.config), logger: this.logger, metrics: this.metrics,
     });
     this.reconciler.start();
   }

@@ -10,6 +10,7 @@ import { decideRetry, retryDelayMs } from './retry-policy.ts';
 import { RetryableDeliveryError } from './errors.ts';
 import type { SourcePolicy } from '../src/notices/registry.ts';
 import type { SendPacer } from './send-pacer.ts';
+import type { DeliveryHistory, HistoryEntry } from '../src/ledger/history.ts';
 
 /** The two hot-path ledger writes, coalesced across concurrent jobs (BatchedLedger in production). */
 export interface HotLedger {
@@ -39,6 +40,8 @@ export interface DeliverProcessorDeps {
   sendTimeoutMs: number;
   logger: Logger;
   metrics?: NoticeMetrics;
+  /** The event's story beyond a first-try success (DeliveryHistory); written without waiting for it. */
+  history?: Pick<DeliveryHistory, 'append'>;
   now?: () => number;
   onOutcome?: (outcome: DeliveryOutcome, row: LedgerRow) => void;
 }
@@ -87,6 +90,7 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
       return 'ghost-job';
     }
     const key: LedgerKey = { sourceName: job.data.sourceName, appCode: job.data.appCode, sourceEventId: job.data.sourceEventId, channel: job.data.channel };
+    const story = (entry: Omit<HistoryEntry, 'key' | 'actor' | 'atMs'>) => void deps.history?.append({ key, actor: deps.workerId, atMs: now(), ...entry });
     const policy = deps.policyFor(key.sourceName);
     // A child logger per job is costly with redaction on; build it only when a line is actually written.
     let child: Logger | undefined;
@@ -112,12 +116,14 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
     if (unfinished >= deps.maxUnfinishedAttempts) {
       const message = `poison: ${unfinished} sends started but never finished (the worker died each time); stopped`;
       await deps.ledger.recordFailed(key, deps.workerId, 'POISON', message, now());
+      story({ event: 'poison', errorCode: 'POISON', errorMessage: message });
       deps.metrics?.poisoned.inc({ source: key.sourceName });
       log().error({ unfinished }, 'event failed as poison');
       throw new UnrecoverableError(message);
     }
     if (row.payload === null) {
       await deps.ledger.recordFailed(key, deps.workerId, 'NO_PAYLOAD', 'ledger row has no payload', now());
+      story({ event: 'failed', errorCode: 'NO_PAYLOAD', errorMessage: 'ledger row has no payload' });
       throw new UnrecoverableError('ledger row has no payload');
     }
 
@@ -127,6 +133,7 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
       const newer = await deps.hot.newerVersion(row);
       if (newer !== null) {
         if (await deps.hot.recordSuperseded(key, newer)) {
+          story({ event: 'superseded', errorMessage: `superseded by ${newer}` });
           deps.onOutcome?.('superseded', row);
           deps.metrics?.deliveries.inc({ source: row.sourceName, notice_kind: row.noticeKind, outcome: 'superseded', error_code: '' });
           if (deps.logger.isLevelEnabled('debug')) log().debug({ superseded_by: newer }, 'superseded by a newer version; not sent');
@@ -164,6 +171,8 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
       case 'delivered': {
         const recorded = await deps.hot.recordDelivered(key, outcome.msgKey);
         if (!recorded) log().warn('delivered, but the ledger lock was taken over meanwhile; the other worker records the outcome');
+        // A first-try success is the common case and costs no history; a success after failures closes the story.
+        else if (row.attemptCount > 0) story({ event: 'delivered', latencyMs: Math.round(outcome.latencyMs) });
         observe('delivered', row, outcome, at);
         if (deps.logger.isLevelEnabled('debug')) log().debug({ latency_ms: outcome.latencyMs }, 'delivered');
         return 'delivered';
@@ -181,6 +190,7 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
       }
       case 'permanent': {
         await deps.ledger.recordFailed(key, deps.workerId, outcome.code, outcome.message, at);
+        story({ event: 'failed', errorCode: outcome.code, errorMessage: outcome.message, latencyMs: Math.round(outcome.latencyMs) });
         observe('failed', row, outcome, at);
         log().warn({ code: outcome.code, error: outcome.message }, 'permanent delivery error; event failed');
         throw new UnrecoverableError(`Tencent IM ${outcome.code}: ${outcome.message}`);
@@ -190,11 +200,13 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
         if (decision.final) {
           const message = `retries exhausted after ${row.attemptCount + 1} attempts; last error: ${outcome.message}`;
           await deps.ledger.recordFailed(key, deps.workerId, outcome.code, message, at);
+          story({ event: 'failed', errorCode: outcome.code, errorMessage: message, latencyMs: Math.round(outcome.latencyMs) });
           observe('failed', row, outcome, at);
           log().warn({ code: outcome.code }, 'retries exhausted; event failed (dead letter)');
           throw new UnrecoverableError(message);
         }
         await deps.ledger.recordRetryable(key, deps.workerId, outcome.code, outcome.message, at + decision.delayMs, at);
+        story({ event: 'retryable', errorCode: outcome.code, errorMessage: outcome.message, latencyMs: Math.round(outcome.latencyMs) });
         observe('retryable', row, outcome, at);
         log().info({ code: outcome.code, retry_in_ms: decision.delayMs }, 'transient delivery error; will retry');
         throw new RetryableDeliveryError(`Tencent IM ${outcome.code}: ${outcome.message}`, decision.delayMs);

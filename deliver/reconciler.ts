@@ -5,6 +5,7 @@ import type { LedgerRepository } from '../src/ledger/repository.ts';
 import type { NoticeConfig } from '../src/config/schema.ts';
 import type { NoticeMetrics } from '../src/observability/metrics.ts';
 import { describeError } from '../src/platform/errors.ts';
+import type { DeliveryHistory } from '../src/ledger/history.ts';
 import { deliverJobId, enqueueDeliveries, type DeliverJobData, type DeliverQueues } from '../queues/deliver-queue.ts';
 import { clearForReadd, inspectJobs, notLive, type JobPresence } from '../queues/job-repair.ts';
 
@@ -44,6 +45,7 @@ export class Reconciler {
       config: NoticeConfig;
       owner: string;
       maxRetryFor: (source: string) => number;
+      history?: Pick<DeliveryHistory, 'purge'>;
       /** Stop paging once the deliver queue holds this many waiting jobs (ingest's max_queued_jobs); none if absent. */
       maxQueuedJobs?: number;
       logger: Logger;
@@ -116,6 +118,8 @@ export class Reconciler {
         metrics?.ledgerPurged.inc({ status }, purged);
       }
     }
+    // The delivery history goes with the delivered rows' retention (a failed row keeps its last error on the row).
+    if (retention.delivered > 0) await this.deps.history?.purge(nowMs - retention.delivered, retention.purge_batch_size);
     return pass;
   }
 

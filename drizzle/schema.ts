@@ -143,3 +143,28 @@ export const noticeOperatorActions = mysqlTable(
   },
   (t) => [index('idx_noa_at').on(t.atMs)],
 );
+
+/**
+ * How a delivery got where it is, beyond a first-try success (which costs nothing here): each attempt that did not
+ * deliver, a delivery after retries, a superseded finish, an operator's requeue. Bounded per event by construction
+ * (max_retry_count attempts per requeue); purged with `retention.delivered`.
+ */
+export const noticeDeliveryHistory = mysqlTable(
+  'notice_delivery_history',
+  {
+    id: bigint('id', { mode: 'number', unsigned: true }).autoincrement().primaryKey(),
+    sourceName: varchar('source_name', { length: 64 }).notNull(),
+    appCode: varbinary('app_code', { length: 128 }).notNull(),
+    sourceEventId: varbinary('source_event_id', { length: 764 }).notNull(),
+    channel: varchar('channel', { length: 32 }).notNull(),
+    atMs: bigint('at_ms', { mode: 'number' }).notNull(),
+    /** retryable | failed | poison | superseded | delivered | requeued */
+    event: varchar('event', { length: 24 }).notNull(),
+    /** The worker id, or the operator who requeued. */
+    actor: varchar('actor', { length: 191 }).notNull(),
+    errorCode: varchar('error_code', { length: 32 }),
+    errorMessage: varchar('error_message', { length: 1024 }),
+    latencyMs: int('latency_ms'),
+  },
+  (t) => [index('idx_ndh_event').on(t.sourceEventId, t.atMs), index('idx_ndh_at').on(t.atMs)],
+);

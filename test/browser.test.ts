@@ -72,6 +72,17 @@ describe('dashboard in a real browser', () => {
     await page.reload();
     await page.locator('#total').filter({ hasText: '(0)' }).waitFor();
     await glance.locator('.tile').filter({ hasText: 'delivered (1h)' }).filter({ hasText: /^3/ }).waitFor({ timeout: 10_000 });
+    // The event's timeline: recorded, the failed attempt with Tencent's code, the requeue by the operator, delivered.
+    await page.locator('#kind').selectOption('event_id');
+    await page.locator('#q').fill('tx_2:WalletBalanceChanged:10002:COIN');
+    await page.getByRole('button', { name: 'Find' }).click();
+    const timeline = page.getByRole('list', { name: 'timeline of tx_2:WalletBalanceChanged:10002:COIN over tencent_im_c2c' });
+    await timeline.waitFor({ timeout: 10_000 });
+    const steps = await timeline.locator('li').allTextContents();
+    expect(steps.map((s) => s.split('  ')[1]?.split(' ')[0])).toEqual(['recorded', 'failed', 'requeued', 'delivered']);
+    expect(steps[1]).toMatch(/failed by \S+  90012: To_Account does not exist/);
+    expect(steps[2]).toMatch(/requeued by ops$/);
+    await page.screenshot({ path: join(SCREENSHOT_DIR, 'notices-history.png'), fullPage: true });
     // The requeue is in the operator actions, under the basic-auth user.
     await expect(page.locator('#audit tbody tr').first().textContent()).resolves.toMatch(/opsdashboardrequeue_failed11/);
     expect(await glance.locator('.tile').filter({ hasText: 'failed (1h)' }).count()).toBe(0);

@@ -103,6 +103,8 @@ describe('recovery: MySQL is the truth, Redis can be lost', () => {
     await set('delivering', [6], old); // lock still live
     await set('failed', [7], Date.now() - 1.5 * 3600_000); // younger than failed retention: kept
     // crash_8 stays pending (old): the reconciler sends it, it is never purged while in flight.
+    // History older than retention.delivered goes too; a recent entry stays.
+    await env.notice.query("INSERT INTO notice_delivery_history (source_name, app_code, source_event_id, channel, at_ms, event, actor) VALUES ('wallet_outbox', 'lalu', 'crash_0', 'tencent_im_c2c', ?, 'retryable', 'w'), ('wallet_outbox', 'lalu', 'crash_5', 'tencent_im_c2c', ?, 'retryable', 'w')", [old, Date.now()]);
     const proc = await startPipeline(env.config, ['deliver']);
     procs.push(proc);
     const reconciler = proc.deliver!.reconciler!;
@@ -111,5 +113,7 @@ describe('recovery: MySQL is the truth, Redis can be lost', () => {
     await reconciler.runOnce();
     const [rows] = await env.notice.query<any[]>('SELECT source_event_id, status FROM notice_delivery_events ORDER BY source_event_id');
     expect(rows.map((r) => r.source_event_id)).toEqual(['crash_3', 'crash_5', 'crash_6', 'crash_7', 'crash_8']);
+    const [history] = await env.notice.query<any[]>('SELECT source_event_id FROM notice_delivery_history ORDER BY id');
+    expect(history.map((h) => h.source_event_id)).toEqual(['crash_5']);
   });
 });

@@ -3,6 +3,7 @@ import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { balanceChanged, insertWalletRows, ledgerStatusCounts, vipActivated } from './helpers/outbox.ts';
 import { startPipeline } from './helpers/pipeline.ts';
 import type { NoticeProcess } from '../src/cli/run-roles.ts';
+import { inspectEvent } from '../src/ops/cli-ops.ts';
 
 let env: TestEnv;
 let procs: NoticeProcess[] = [];
@@ -73,6 +74,17 @@ describe('wallet notices end to end (MariaDB + Redis + fake-im)', () => {
     await waitFor(async () => (await ledgerRow('tx_2:WalletBalanceChanged:10002:COIN'))?.status, (s) => s === 'delivered');
     expect((await ledgerRow('tx_2:WalletBalanceChanged:10002:COIN')).attempt_count).toBe(4);
     expect(env.fakeIm.delivered().filter((m) => m.toAccount === '10002')).toHaveLength(1);
+
+    // The history keeps each attempt that did not deliver and the delivery that closed it; `inspect` shows the timeline.
+    await waitFor(async () => (await env.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_delivery_history WHERE source_event_id = 'tx_2:WalletBalanceChanged:10002:COIN'"))[0][0].n, (n) => Number(n) === 4, 5_000, 'history written');
+    const [history] = await env.notice.query<any[]>("SELECT event, error_code FROM notice_delivery_history WHERE source_event_id = 'tx_2:WalletBalanceChanged:10002:COIN' ORDER BY at_ms, id");
+    expect(history.map((h) => h.event)).toEqual(['retryable', 'retryable', 'retryable', 'delivered']);
+    expect(history.slice(0, 3).map((h) => h.error_code).sort()).toEqual(['20004', 'ECONNRESET', 'HTTP_502']);
+    const [inspected] = (await inspectEvent(env.config, 'tx_2:WalletBalanceChanged:10002:COIN')) as Array<{ timeline: Array<{ event: string }> }>;
+    expect(inspected!.timeline.map((s) => s.event)).toEqual(['recorded', 'retryable', 'retryable', 'retryable', 'delivered']);
+    // A first-try success costs no history.
+    const [first] = await env.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_delivery_history WHERE event = 'delivered' AND source_event_id <> 'tx_2:WalletBalanceChanged:10002:COIN' AND source_event_id <> 'tx_1:WalletBalanceChanged:10001:COIN'");
+    expect(Number(first[0].n)).toBe(0);
   });
 
   it('fails a permanent error at once, without retries', async () => {

@@ -1,4 +1,5 @@
-import type { LedgerRow } from './types.ts';
+import { formatKey, type LedgerRow } from './types.ts';
+import type { DeliveryHistory } from './history.ts';
 
 /** What operators see of a ledger row (snake_case, like the table). */
 export function presentRow(row: LedgerRow) {
@@ -11,4 +12,22 @@ export function presentRow(row: LedgerRow) {
     updated_at_ms: row.updatedAtMs, delivered_at_ms: row.deliveredAtMs, supersede_version: row.supersedeVersion,
     superseded_by: row.supersededBy, payload: row.payload,
   };
+}
+
+/**
+ * Rows as operators see them, each with its timeline: recorded, then every step the history kept (attempts that did
+ * not deliver, a delivery after retries, superseded, requeued by whom), then where it stands now.
+ */
+export async function withTimelines(history: Pick<DeliveryHistory, 'forEvents'>, rows: readonly LedgerRow[]) {
+  const steps = await history.forEvents([...new Set(rows.map((r) => r.sourceEventId))]);
+  return rows.map((row) => {
+    const own = steps.filter((s) => formatKey(s.key) === formatKey(row));
+    const timeline = [
+      { at_ms: row.createdAtMs, event: 'recorded', actor: 'ingest' },
+      ...own.map((s) => ({ at_ms: s.atMs, event: s.event, actor: s.actor, error_code: s.errorCode, error: s.errorMessage, latency_ms: s.latencyMs })),
+      ...(row.status === 'delivering' ? [{ at_ms: row.updatedAtMs, event: 'claimed', actor: row.lockedBy }] : []),
+      ...(row.status === 'delivered' && !own.some((s) => s.event === 'delivered' && s.atMs >= (row.deliveredAtMs ?? 0) - 1000) ? [{ at_ms: row.deliveredAtMs ?? row.updatedAtMs, event: 'delivered', actor: '' }] : []),
+    ];
+    return { ...presentRow(row), timeline };
+  });
 }

@@ -6,7 +6,8 @@ import { LedgerQueries } from '../ledger/queries.ts';
 import { LedgerRepository } from '../ledger/repository.ts';
 import { sourcePolicy } from '../notices/registry.ts';
 import { createDeliverQueues, type DeliverQueues } from '../../queues/deliver-queue.ts';
-import { presentRow } from '../ledger/present.ts';
+import { withTimelines } from '../ledger/present.ts';
+import { DeliveryHistory } from '../ledger/history.ts';
 import { requeueFailed } from './requeue.ts';
 import { AuditLog } from './audit-log.ts';
 import { presentBody, RejectStore } from '../intake/reject-store.ts';
@@ -34,9 +35,10 @@ async function withResources<T>(config: NoticeConfig, work: (r: { pool: ReturnTy
 export async function inspectEvent(config: NoticeConfig, eventId: string): Promise<unknown[]> {
   return withResources(config, async ({ pool, queues }) => {
     const rows = await new LedgerQueries(pool).byEventId(eventId);
-    return Promise.all(rows.map(async (row) => {
+    const timelines = await withTimelines(new DeliveryHistory(pool), rows);
+    return Promise.all(rows.map(async (row, i) => {
       const job = await queues.getJob(row);
-      return { ...presentRow(row), job: job ? { id: job.id, state: await job.getState(), attempts_made: job.attemptsMade, failed_reason: job.failedReason || null } : null };
+      return { ...timelines[i]!, job: job ? { id: job.id, state: await job.getState(), attempts_made: job.attemptsMade, failed_reason: job.failedReason || null } : null };
     }));
   });
 }
@@ -77,7 +79,7 @@ export async function requeueCommand(config: NoticeConfig, options: RequeueComma
         offset += rows.length;
         continue;
       }
-      const result = await requeueFailed(ledger, queues, rows, (source) => policyFor(source).maxRetryCount);
+      const result = await requeueFailed(ledger, queues, rows, (source) => policyFor(source).maxRetryCount, { history: new DeliveryHistory(pool), actor: `${userInfo().username}@${hostname()}` });
       requeued += result.requeued.length;
       skipped.push(...result.skipped.map((s) => ({ event_id: s.key.sourceEventId, reason: s.reason })));
       offset += result.skipped.length;

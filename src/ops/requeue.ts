@@ -1,5 +1,6 @@
 import type { LedgerRepository } from '../ledger/repository.ts';
 import type { LedgerKey, LedgerRow } from '../ledger/types.ts';
+import type { DeliveryHistory } from '../ledger/history.ts';
 import { enqueueDeliveries, type DeliverQueues } from '../../queues/deliver-queue.ts';
 
 export interface RequeueResult {
@@ -12,7 +13,7 @@ export interface RequeueResult {
  * sit in the failed set, where it would swallow the new add, so it is removed first. Rows without a payload
  * (malformed at ingest) cannot be sent and are skipped with a reason.
  */
-export async function requeueFailed(ledger: LedgerRepository, queues: DeliverQueues, rows: readonly LedgerRow[], maxRetryFor: (source: string) => number, nowMs = Date.now()): Promise<RequeueResult> {
+export async function requeueFailed(ledger: LedgerRepository, queues: DeliverQueues, rows: readonly LedgerRow[], maxRetryFor: (source: string) => number, story?: { history: Pick<DeliveryHistory, 'append'>; actor: string }, nowMs = Date.now()): Promise<RequeueResult> {
   const skipped: RequeueResult['skipped'] = [];
   const candidates: LedgerRow[] = [];
   for (const row of rows) {
@@ -21,6 +22,7 @@ export async function requeueFailed(ledger: LedgerRepository, queues: DeliverQue
     else candidates.push(row);
   }
   const moved = await ledger.requeueFailed(candidates, nowMs);
+  if (story) await Promise.all(moved.map((key) => story.history.append({ key, atMs: nowMs, event: 'requeued', actor: story.actor })));
   for (const row of moved) {
     const existing = await queues.getJob(row);
     if (existing && ((await existing.isFailed()) || (await existing.isCompleted()))) await existing.remove();
