@@ -113,6 +113,13 @@ describe('dashboard', () => {
     const [actions] = await env!.notice.query<any[]>('SELECT actor, via, action, matched, affected, detail FROM notice_operator_actions');
     expect(actions).toEqual([expect.objectContaining({ actor: `${userInfo().username}@${hostname()}`, via: 'cli', action: 'requeue_failed', matched: 1, affected: 1 })]);
     expect(JSON.parse(actions[0].detail)).toEqual({ status: 'failed', source: 'wallet_outbox', skipped: 0 });
+    const audit = spawnNotice(['audit', '--limit', '5', '--config', env!.configFile]);
+    expect(await audit.exited).toBe(0);
+    expect(JSON.parse(audit.output().slice(audit.output().indexOf('[')))).toEqual([expect.objectContaining({ actor: `${userInfo().username}@${hostname()}`, via: 'cli', action: 'requeue_failed', matched: 1, affected: 1 })]);
+    const timeline = spawnNotice(['inspect', 'tx_2:WalletBalanceChanged:10002:COIN', '--config', env!.configFile]);
+    expect(await timeline.exited).toBe(0);
+    const steps = JSON.parse(timeline.output().slice(timeline.output().indexOf('[')))[0].timeline.map((s: { event: string; actor: string }) => `${s.event}:${s.event === 'requeued' ? s.actor : ''}`);
+    expect(steps).toEqual(['recorded:', 'failed:', `requeued:${userInfo().username}@${hostname()}`, 'delivered:']);
 
     const bad = spawnNotice(['requeue', '--status', 'delivered', '--config', env!.configFile]);
     expect(await bad.exited).toBe(2);

@@ -160,6 +160,16 @@ program
     if (rows.length === 0) process.exitCode = 1;
   });
 
+program
+  .command('audit')
+  .description('operator actions (requeues from the dashboard or this CLI), newest first')
+  .addOption(configOption())
+  .option('--limit <n>', 'at most this many', '20')
+  .action(async (opts: { config?: string; limit: string }) => {
+    const { auditCommand } = await import('../ops/cli-ops.ts');
+    console.log(JSON.stringify(await auditCommand(loadConfig(opts.config), opts.limit), null, 2));
+  });
+
 const rejects = program.command('rejects').description('MQ messages acked without a ledger row (notice_rejected_messages)');
 rejects
   .command('list', { isDefault: true })

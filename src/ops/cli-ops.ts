@@ -132,3 +132,12 @@ function parseRejectId(text: string): number {
   if (!/^\d{1,15}$/.test(text) || !Number.isSafeInteger(id) || id <= 0) throw new RoleConfigError(`a rejected message id is a positive integer, got "${text}"`);
   return id;
 }
+
+/** `notice-service audit [--limit n]`: who did what to the pipeline, newest first. */
+export async function auditCommand(config: NoticeConfig, limitText: string) {
+  const limit = Number(limitText);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new RoleConfigError(`--limit must be an integer from 1 to 1000, got "${limitText}"`);
+  return withResources(config, async ({ pool }) => (await new AuditLog(pool).recent(limit)).map((a) => ({
+    at: new Date(a.atMs).toISOString(), actor: a.actor, via: a.via, action: a.action, matched: a.matched, affected: a.affected, detail: a.detail,
+  })));
+}
