@@ -110,6 +110,9 @@ export async function runRoles(config: NoticeConfig, roleNames: readonly RoleNam
   await proc.stop();
   clearTimeout(hardExit);
   logger.info('notice-service stopped');
+  // Everything this process owns is stopped; a handle a library left open (a BullMQ blocking connection still
+  // reconnecting after a force-close, seen after a Redis restart) must not keep it alive and holding its port.
+  process.exit(0);
 }
 
 /** BullMQ keys evicted under memory pressure corrupt queues; only `noeviction` is safe. */

@@ -220,7 +220,15 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   const phantom = [...perEvent.keys()].filter((id) => !committedIds.has(id)).length;
 
   for (const { proc } of procs) if (proc.child.exitCode === null) proc.child.kill('SIGTERM');
-  await Promise.all(procs.map(({ proc }) => proc.exited));
+  // A process that does not stop on SIGTERM is a defect to report, not a reason to hang the suite.
+  await Promise.all(procs.map(async ({ role, proc }) => {
+    const stopped = await Promise.race([proc.exited.then(() => true), sleep(15_000).then(() => false)]);
+    if (!stopped) {
+      injections.push(`${role} pid ${proc.child.pid} still running 15 s after SIGTERM; killed`);
+      proc.child.kill('SIGKILL');
+      await proc.exited;
+    }
+  }));
   const logs = procs.map(({ role, proc }, i) => ({ file: join(dir, `${i}-${role}.log`), text: proc.output() }));
   for (const l of logs) writeFileSync(l.file, l.text);
   const secretLeaks = scanForSecrets(logs, env.config.tencent_im.secret_key);
