@@ -5,7 +5,7 @@ import { ledgerStatusCounts } from './helpers/outbox.ts';
 import { insertRoomRows, kick, mqBody, type RoomFactInput } from './helpers/room.ts';
 import { startPipeline } from './helpers/pipeline.ts';
 import { FakeRocketMqProxy } from './helpers/fake-rocketmq-proxy.ts';
-import type { NoticeProcess } from '../src/cli/run-roles.ts';
+import type { NoticeProcess } from '../cli/run-roles.ts';
 
 let env: TestEnv | undefined;
 let proc: NoticeProcess | undefined;

@@ -6,7 +6,7 @@ import { balanceChanged, insertWalletRows, ledgerStatusCounts } from './helpers/
 import { startPipeline } from './helpers/pipeline.ts';
 import { freePort } from './helpers/ports.ts';
 import { TcpProxy } from './helpers/tcp-proxy.ts';
-import type { NoticeProcess } from '../src/cli/run-roles.ts';
+import type { NoticeProcess } from '../cli/run-roles.ts';
 
 let env: TestEnv | undefined;
 let proc: NoticeProcess | undefined;

@@ -6,7 +6,7 @@ import { startPipeline } from './helpers/pipeline.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
 import { FactRecorder, type SourceFact } from '../src/intake/fact-recorder.ts';
 import { CHANNEL_TENCENT_IM_C2C } from '../src/ledger/types.ts';
-import type { NoticeProcess } from '../src/cli/run-roles.ts';
+import type { NoticeProcess } from '../cli/run-roles.ts';
 
 let env: TestEnv | undefined;
 let proc: NoticeProcess | undefined;

@@ -6,7 +6,7 @@ import { BatchedLedger } from '../src/ledger/batched-ledger.ts';
 import { DELIVERY_STATUSES, CHANNEL_TENCENT_IM_C2C, type DeliveryStatus, type LedgerKey } from '../src/ledger/types.ts';
 import { STATEMENTS, isFinalForDelivery, mayApply, type LedgerStatement, type LockState } from '../src/ledger/transitions.ts';
 import { enqueueDeliveries } from '../queues/deliver-queue.ts';
-import type { NoticeProcess } from '../src/cli/run-roles.ts';
+import type { NoticeProcess } from '../cli/run-roles.ts';
 
 let env: TestEnv | undefined;
 let procs: NoticeProcess[] = [];

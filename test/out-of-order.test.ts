@@ -4,7 +4,7 @@ import { balanceChanged, insertWalletRows, ledgerStatusCounts } from './helpers/
 import { startPipeline } from './helpers/pipeline.ts';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { buildProcess, type NoticeProcess } from '../src/cli/run-roles.ts';
+import { buildProcess, type NoticeProcess } from '../cli/run-roles.ts';
 
 let env: TestEnv;
 let proc: NoticeProcess | undefined;

@@ -5,7 +5,7 @@ import { startPipeline } from './helpers/pipeline.ts';
 import { TcpProxy } from './helpers/tcp-proxy.ts';
 import { PrivateRedis } from './helpers/redis-server.ts';
 import { spawnNotice, stopGracefully, waitForOutput } from './helpers/spawn.ts';
-import type { NoticeProcess } from '../src/cli/run-roles.ts';
+import type { NoticeProcess } from '../cli/run-roles.ts';
 
 let env: TestEnv | undefined;
 let proc: NoticeProcess | undefined;

@@ -8,7 +8,7 @@ import { ledgerStatusCounts } from './helpers/outbox.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
 import { CHANNEL_TENCENT_IM_C2C, type LedgerKey } from '../src/ledger/types.ts';
 import { createRedis } from '../src/platform/redis.ts';
-import { buildProcess, type NoticeProcess } from '../src/cli/run-roles.ts';
+import { buildProcess, type NoticeProcess } from '../cli/run-roles.ts';
 import { createDeliverQueues, deliverJobId, enqueueDeliveries, type DeliverJobData, type DeliverQueues } from '../queues/deliver-queue.ts';
 import { prioritisedKinds } from '../src/config/schema.ts';
 import { inspectJobs } from '../queues/job-repair.ts';

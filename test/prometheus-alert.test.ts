@@ -7,7 +7,7 @@ import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { balanceChanged, insertWalletRows } from './helpers/outbox.ts';
 import { startPipeline } from './helpers/pipeline.ts';
 import { freePort } from './helpers/ports.ts';
-import type { NoticeProcess } from '../src/cli/run-roles.ts';
+import type { NoticeProcess } from '../cli/run-roles.ts';
 
 /**
  * A real Prometheus (Debian's package) scrapes a running pipeline with the shipped rules, their windows and `for`

@@ -7,7 +7,7 @@ import { kick, mqBody } from './helpers/room.ts';
 import { startPipeline } from './helpers/pipeline.ts';
 import { spawnNotice } from './helpers/spawn.ts';
 import { RejectStore } from '../src/intake/reject-store.ts';
-import type { NoticeProcess } from '../src/cli/run-roles.ts';
+import type { NoticeProcess } from '../cli/run-roles.ts';
 
 let env: TestEnv | undefined;
 let proc: NoticeProcess | undefined;

@@ -5,7 +5,7 @@ import { insertRoomRows, kick, mqBody, roomEvent } from './helpers/room.ts';
 import { startPipeline } from './helpers/pipeline.ts';
 import { FakeRocketMqProxy } from './helpers/fake-rocketmq-proxy.ts';
 import { TcpProxy } from './helpers/tcp-proxy.ts';
-import type { NoticeProcess } from '../src/cli/run-roles.ts';
+import type { NoticeProcess } from '../cli/run-roles.ts';
 
 const TOPIC = 'hyapp_room_outbox';
 let env: TestEnv | undefined;

@@ -3,7 +3,7 @@ import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { insertWalletRows, ledgerStatusCounts, vipActivated, type WalletRow } from './helpers/outbox.ts';
 import { insertRoomRows, kick } from './helpers/room.ts';
 import { startPipeline } from './helpers/pipeline.ts';
-import type { NoticeProcess } from '../src/cli/run-roles.ts';
+import type { NoticeProcess } from '../cli/run-roles.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
 import { BatchedLedger } from '../src/ledger/batched-ledger.ts';
 import { CHANNEL_TENCENT_IM_C2C } from '../src/ledger/types.ts';

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { balanceChanged, insertWalletRows, ledgerStatusCounts, vipActivated } from './helpers/outbox.ts';
 import { startPipeline } from './helpers/pipeline.ts';
-import type { NoticeProcess } from '../src/cli/run-roles.ts';
+import type { NoticeProcess } from '../cli/run-roles.ts';
 import { inspectEvent } from '../src/ops/cli-ops.ts';
 
 let env: TestEnv;

@@ -1,5 +1,5 @@
 import { createLogger } from '../../src/platform/logger.ts';
-import { buildProcess, type NoticeProcess, type RoleName } from '../../src/cli/run-roles.ts';
+import { buildProcess, type NoticeProcess, type RoleName } from '../../cli/run-roles.ts';
 import type { NoticeConfig } from '../../src/config/schema.ts';
 
 /** The same process the CLI builds, in this test's process. */

@@ -1,11 +1,11 @@
 import { Command, Option } from 'commander';
-import { ConfigError, defaultConfigPath, loadConfigFile } from '../config/load.ts';
-import type { NoticeConfig } from '../config/schema.ts';
-import { createLogger, redactUrl } from '../platform/logger.ts';
-import { RoleConfigError } from '../app/role.ts';
-import { ingestEnabled } from '../notices/registry.ts';
+import { ConfigError, defaultConfigPath, loadConfigFile } from '../src/config/load.ts';
+import type { NoticeConfig } from '../src/config/schema.ts';
+import { createLogger, redactUrl } from '../src/platform/logger.ts';
+import { RoleConfigError } from '../src/app/role.ts';
+import { ingestEnabled } from '../src/notices/registry.ts';
 import type { RoleName } from './run-roles.ts';
-import type { KickPublisher } from '../demo/room-demo.ts';
+import type { KickPublisher } from '../src/demo/room-demo.ts';
 // Each command imports what it needs when it runs, so a deliver process never loads express or the MQ client.
 
 const program = new Command('notice-service')
@@ -37,7 +37,7 @@ program
   .action(async (opts: { config?: string; ownerFixtures?: boolean }) => {
     const config = loadConfig(opts.config);
     const logger = createLogger(config.log.level, { role: 'migrate' });
-    const { runMigrations } = await import('../db/migrate.ts');
+    const { runMigrations } = await import('../src/db/migrate.ts');
     const { database } = await runMigrations({
       mysqlUrl: config.mysql.url,
       ownerFixtures: opts.ownerFixtures ? { walletDatabase: config.wallet_database, roomDatabase: config.room_database, activityDatabase: config.activity_database } : undefined,
@@ -83,7 +83,7 @@ program
     const logger = createLogger(config.log.level, { role: 'fake-im' });
     const port = Number(opts.port);
     if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RoleConfigError(`--port must be a port number, got "${opts.port}"`);
-    const { FakeImServer } = await import('../fake-im/server.ts');
+    const { FakeImServer } = await import('../src/fake-im/server.ts');
     const server = new FakeImServer({ sdkAppId: config.tencent_im.sdk_app_id, secretKey: config.tencent_im.secret_key, adminIdentifier: config.tencent_im.admin_identifier });
     const url = await server.listen(port, opts.host);
     logger.info({ url, sdk_app_id: config.tencent_im.sdk_app_id }, 'fake-im listening (GET /_fake/messages, /_fake/stats; POST /_fake/faults, /_fake/reset)');
@@ -108,10 +108,10 @@ program
     const logger = createLogger(config.log.level, { role: 'demo' });
     const rate = Math.max(1, Number(opts.rate) || 5);
     const total = Math.max(0, Number(opts.total) || 0);
-    const { createMysqlPool } = await import('../platform/mysql.ts');
-    const { writeDemoWalletRows } = await import('../demo/wallet-demo.ts');
-    const { startKickPublisher, writeDemoRoomRows } = await import('../demo/room-demo.ts');
-    const { writeDemoActivityRows } = await import('../demo/activity-demo.ts');
+    const { createMysqlPool } = await import('../src/platform/mysql.ts');
+    const { writeDemoWalletRows } = await import('../src/demo/wallet-demo.ts');
+    const { startKickPublisher, writeDemoRoomRows } = await import('../src/demo/room-demo.ts');
+    const { writeDemoActivityRows } = await import('../src/demo/activity-demo.ts');
     const pool = createMysqlPool(config.mysql.url, 2);
     let publisher: KickPublisher | undefined;
     let connecting: Promise<void> | null = null;
@@ -154,7 +154,7 @@ program
   .argument('<event_id>')
   .addOption(configOption())
   .action(async (eventId: string, opts: { config?: string }) => {
-    const { inspectEvent } = await import('../ops/cli-ops.ts');
+    const { inspectEvent } = await import('../src/ops/cli-ops.ts');
     const rows = await inspectEvent(loadConfig(opts.config), eventId);
     console.log(JSON.stringify(rows, null, 2));
     if (rows.length === 0) process.exitCode = 1;
@@ -166,7 +166,7 @@ program
   .addOption(configOption())
   .option('--limit <n>', 'at most this many', '20')
   .action(async (opts: { config?: string; limit: string }) => {
-    const { auditCommand } = await import('../ops/cli-ops.ts');
+    const { auditCommand } = await import('../src/ops/cli-ops.ts');
     console.log(JSON.stringify(await auditCommand(loadConfig(opts.config), opts.limit), null, 2));
   });
 
@@ -179,7 +179,7 @@ rejects
   .option('--since <when>', 'only those received since: a duration ("2h") or an ISO time')
   .option('--limit <n>', 'at most this many', '50')
   .action(async (opts: { config?: string; reason?: string; since?: string; limit: string }) => {
-    const { listRejectsCommand } = await import('../ops/cli-ops.ts');
+    const { listRejectsCommand } = await import('../src/ops/cli-ops.ts');
     console.log(JSON.stringify(await listRejectsCommand(loadConfig(opts.config), opts), null, 2));
   });
 rejects
@@ -188,7 +188,7 @@ rejects
   .argument('<id>')
   .addOption(configOption())
   .action(async (id: string, opts: { config?: string }) => {
-    const { showRejectCommand } = await import('../ops/cli-ops.ts');
+    const { showRejectCommand } = await import('../src/ops/cli-ops.ts');
     const shown = await showRejectCommand(loadConfig(opts.config), id);
     console.log(JSON.stringify(shown, null, 2));
     if (!shown) process.exitCode = 1;
@@ -199,7 +199,7 @@ rejects
   .argument('<ids...>')
   .addOption(configOption())
   .action(async (ids: string[], opts: { config?: string }) => {
-    const { requeueRejectsCommand } = await import('../ops/cli-ops.ts');
+    const { requeueRejectsCommand } = await import('../src/ops/cli-ops.ts');
     console.log(JSON.stringify(await requeueRejectsCommand(loadConfig(opts.config), ids), null, 2));
   });
 
@@ -212,7 +212,7 @@ program
   .option('--since <when>', 'only rows updated since: a duration ("2h") or an ISO time')
   .option('--dry-run', 'count what would be requeued, change nothing', false)
   .action(async (opts: { config?: string; status: string; source?: string; since?: string; dryRun: boolean }) => {
-    const { requeueCommand } = await import('../ops/cli-ops.ts');
+    const { requeueCommand } = await import('../src/ops/cli-ops.ts');
     const result = await requeueCommand(loadConfig(opts.config), opts);
     console.log(JSON.stringify(result, null, 2));
   });

@@ -1,15 +1,15 @@
 import type { Logger } from 'pino';
-import { prioritisedKinds, type NoticeConfig } from '../config/schema.ts';
-import { createMysqlPool, type Pool } from '../platform/mysql.ts';
-import { createRedis, type Redis } from '../platform/redis.ts';
-import { createDeliverQueues, type DeliverQueues } from '../../queues/deliver-queue.ts';
-import type { IngestRole } from '../../ingest/ingest-role.ts';
-import type { DeliverRole } from '../../deliver/deliver-role.ts';
-import type { DashboardRole } from '../../dashboard/dashboard-role.ts';
-import { withDeadline, type Role } from '../app/role.ts';
-import { checkReadiness } from '../observability/readiness.ts';
-import { NoticeMetrics } from '../observability/metrics.ts';
-import { HealthServer, type Readiness } from '../observability/health-server.ts';
+import { prioritisedKinds, type NoticeConfig } from '../src/config/schema.ts';
+import { createMysqlPool, type Pool } from '../src/platform/mysql.ts';
+import { createRedis, type Redis } from '../src/platform/redis.ts';
+import { createDeliverQueues, type DeliverQueues } from '../queues/deliver-queue.ts';
+import type { IngestRole } from '../ingest/ingest-role.ts';
+import type { DeliverRole } from '../deliver/deliver-role.ts';
+import type { DashboardRole } from '../dashboard/dashboard-role.ts';
+import { withDeadline, type Role } from '../src/app/role.ts';
+import { checkReadiness } from '../src/observability/readiness.ts';
+import { NoticeMetrics } from '../src/observability/metrics.ts';
+import { HealthServer, type Readiness } from '../src/observability/health-server.ts';
 
 export type RoleName = 'ingest' | 'deliver' | 'dashboard';
 
@@ -50,9 +50,9 @@ export async function buildProcess(config: NoticeConfig, roleNames: readonly Rol
   let dashboard: DashboardRole | undefined;
   // Each role's module (and its libraries: the RocketMQ client, express and bull-board) loads only where it runs.
   try {
-    if (roleNames.includes('ingest')) ingest = new (await import('../../ingest/ingest-role.ts')).IngestRole(config, pool, queues, logger, metrics);
-    if (roleNames.includes('deliver')) deliver = new (await import('../../deliver/deliver-role.ts')).DeliverRole(config, pool, workerRedis, queues, producerRedis, logger, metrics);
-    if (roleNames.includes('dashboard')) dashboard = new (await import('../../dashboard/dashboard-role.ts')).DashboardRole(config, pool, queues, logger);
+    if (roleNames.includes('ingest')) ingest = new (await import('../ingest/ingest-role.ts')).IngestRole(config, pool, queues, logger, metrics);
+    if (roleNames.includes('deliver')) deliver = new (await import('../deliver/deliver-role.ts')).DeliverRole(config, pool, workerRedis, queues, producerRedis, logger, metrics);
+    if (roleNames.includes('dashboard')) dashboard = new (await import('../dashboard/dashboard-role.ts')).DashboardRole(config, pool, queues, logger);
   } catch (err) {
     await closeConnections();
     throw err;
