@@ -1,4 +1,6 @@
 import { createWorld } from './world.ts';
+import { channelQueueSpecs } from '../src/channels/registry.ts';
+import { channelRoutes } from '../src/channels/routing.ts';
 import { median } from './proc-stats.ts';
 import { createLogger } from '../src/platform/logger.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
@@ -11,7 +13,6 @@ import { walletOutboxSource } from '../src/notices/wallet/source.ts';
 import { Reconciler } from '../deliver/reconciler.ts';
 import { createRedis } from '../src/platform/redis.ts';
 import { createDeliverQueues, enqueueDeliveries } from '../queues/deliver-queue.ts';
-import { prioritisedKinds } from '../src/config/schema.ts';
 
 const ITERATIONS = 40;
 const PAYLOAD = '{"transaction_id":"t","command_id":"c","asset_type":"COIN","available_delta":-100,"frozen_delta":0,"available_after":1000,"frozen_after":0,"balance_version":1,"metadata":{}}';
@@ -24,7 +25,7 @@ export async function runGrowth(sizes: number[], log: (s: string) => void) {
     const { env } = world;
     const logger = createLogger('silent');
     const redis = createRedis(env.config.redis.url, 'producer');
-    const queues = createDeliverQueues(redis, env.config.redis.prefix, prioritisedKinds(env.config));
+    const queues = createDeliverQueues(redis, env.config.redis.prefix, channelQueueSpecs(env.config));
     try {
       log(`growth: filling outbox and ledger with ${rows} rows`);
       const wallet = env.config.wallet_database;
@@ -52,7 +53,7 @@ export async function runGrowth(sizes: number[], log: (s: string) => void) {
       const source = walletOutboxSource(wallet);
       const ledger = new LedgerRepository(env.notice);
       const cursors = new CursorStore(env.notice);
-      const recorder = new FactRecorder(ledger, (items) => enqueueDeliveries(queues, items.map((i) => ({ ...i, maxRetryCount: 10 }))), logger);
+      const recorder = new FactRecorder(ledger, (items) => enqueueDeliveries(queues, items.map((i) => ({ ...i, maxRetryCount: 10 }))), channelRoutes(env.config), logger);
       const newPoller = () => new OutboxPoller({ source, config: env.config.wallet_notice_worker, reader: new OutboxReader(env.notice, source), cursors, gapWatch: new GapWatchStore(env.notice), recorder, owner: 'bench', logger });
 
       const batch: number[] = [];

@@ -1,4 +1,6 @@
 import { createWorld } from './world.ts';
+import { channelQueueSpecs } from '../src/channels/registry.ts';
+import { channelRoutes } from '../src/channels/routing.ts';
 import { median } from './proc-stats.ts';
 import { createLogger } from '../src/platform/logger.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
@@ -11,7 +13,6 @@ import { FactRecorder } from '../src/intake/fact-recorder.ts';
 import { walletOutboxSource } from '../src/notices/wallet/source.ts';
 import { createRedis } from '../src/platform/redis.ts';
 import { createDeliverQueues, enqueueDeliveries } from '../queues/deliver-queue.ts';
-import { prioritisedKinds } from '../src/config/schema.ts';
 
 const ITERATIONS = 40;
 const BATCH = 100;
@@ -37,7 +38,7 @@ async function measure(rows: number, step: number): Promise<Costs> {
   const { env } = world;
   const logger = createLogger('silent');
   const redis = createRedis(env.config.redis.url, 'producer');
-  const queues = createDeliverQueues(redis, env.config.redis.prefix, prioritisedKinds(env.config));
+  const queues = createDeliverQueues(redis, env.config.redis.prefix, channelQueueSpecs(env.config));
   try {
     const wallet = env.config.wallet_database;
     const notice = env.config.mysql.url.split('/').pop()!;
@@ -57,7 +58,7 @@ async function measure(rows: number, step: number): Promise<Costs> {
     const source = walletOutboxSource(wallet);
     const cursors = new CursorStore(env.notice);
     const gapWatch = new GapWatchStore(env.notice);
-    const recorder = new FactRecorder(new LedgerRepository(env.notice), (items) => enqueueDeliveries(queues, items.map((i) => ({ ...i, maxRetryCount: 10 }))), logger);
+    const recorder = new FactRecorder(new LedgerRepository(env.notice), (items) => enqueueDeliveries(queues, items.map((i) => ({ ...i, maxRetryCount: 10 }))), channelRoutes(env.config), logger);
     const poller = () => new OutboxPoller({ source, config: env.config.wallet_notice_worker, reader: new OutboxReader(env.notice, source), cursors, gapWatch, recorder, owner: 'bench', logger });
     // The holes of the 1,000 rows below `top`, first seen just now (inside gap_grace).
     const holesBelow = (top: number): GapRange[] =>

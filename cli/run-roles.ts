@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import { prioritisedKinds, type NoticeConfig } from '../src/config/schema.ts';
+import { channelQueueSpecs } from '../src/channels/registry.ts';
+import { type NoticeConfig } from '../src/config/schema.ts';
 import { createMysqlPool, type Pool } from '../src/platform/mysql.ts';
 import { createRedis, type Redis } from '../src/platform/redis.ts';
 import { createDeliverQueues, type DeliverQueues } from '../queues/deliver-queue.ts';
@@ -36,7 +37,7 @@ export async function buildProcess(config: NoticeConfig, roleNames: readonly Rol
   const pool = createMysqlPool(config.mysql.url, config.mysql.pool_size);
   const producerRedis = createRedis(config.redis.url, 'producer', { cluster: config.redis.cluster });
   const workerRedis = createRedis(config.redis.url, 'worker', { cluster: config.redis.cluster });
-  const queues = createDeliverQueues(producerRedis, config.redis.prefix, prioritisedKinds(config));
+  const queues = createDeliverQueues(producerRedis, config.redis.prefix, channelQueueSpecs(config));
   queues.on('error', (err) => logger.warn({ err: err.message }, 'deliver queue connection error'));
 
   const closeConnections = async () => {

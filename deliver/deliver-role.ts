@@ -5,26 +5,41 @@ import type { Logger } from 'pino';
 import type { NoticeConfig } from '../src/config/schema.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
 import { outboxNoticeModules, sourcePolicy } from '../src/notices/registry.ts';
-import { TencentImClient } from '../src/tencent-im/client.ts';
-import { UserSigCache } from '../src/tencent-im/usersig.ts';
 import { RoleConfigError, withDeadline, type Role } from '../src/app/role.ts';
 import { newWorkerId } from '../src/app/worker-id.ts';
 import type { DeliverJobData, DeliverQueues } from '../queues/deliver-queue.ts';
-import { createDeliverProcessor, ledgerBackoff, type DeliveryOutcome } from './processor.ts';
+import { createDeliverProcessor, ledgerBackoff } from './processor.ts';
 import type { NoticeMetrics } from '../src/observability/metrics.ts';
 import { Reconciler } from './reconciler.ts';
-import { SendPacer } from './send-pacer.ts';
 import { BatchedLedger } from '../src/ledger/batched-ledger.ts';
 import { DeliveryHistory } from '../src/ledger/history.ts';
+import { channelModule, type ChannelModule } from '../src/channels/registry.ts';
+import { routedChannels } from '../src/channels/routing.ts';
+import type { DeliveryChannel } from '../src/channels/types.ts';
+import type { DeliveryOutcome, DeliveryPorts } from '../src/delivery/deliver-once.ts';
+import { describeError } from '../src/platform/errors.ts';
 
-/** Deliver: a BullMQ worker on the C2C queue, sending through Tencent IM and recording outcomes in the ledger. */
+/**
+ * Why this config cannot deliver: a channel some notice kind is routed to has no sender. Checked before anything
+ * starts, so a deliver process never runs while routed notices would pile up unsent.
+ */
+export function channelRegistryProblems(config: NoticeConfig): string[] {
+  return routedChannels(config).flatMap((name) => {
+    const problem = channelModule(name)?.senderProblem(config);
+    return problem ? [`channel ${name}: ${problem}`] : [];
+  });
+}
+
+/** Deliver: BullMQ workers on every routed channel's queues, sending through the channel and recording outcomes in the ledger. */
 export class DeliverRole implements Role {
   readonly name = 'deliver';
   readonly workerId = newWorkerId('deliver');
   readonly outcomes: Record<DeliveryOutcome, number> = { delivered: 0, retryable: 0, failed: 0, rate_limited: 0, superseded: 0 };
   private workers: Array<Worker<DeliverJobData>> = [];
+  private channels: DeliveryChannel[] = [];
+  private readonly maintenance = new Map<string, NodeJS.Timeout>();
   reconciler: Reconciler | null = null;
-  private readonly client: TencentImClient;
+  private readonly modules: ChannelModule[];
 
   constructor(
     private readonly config: NoticeConfig,
@@ -35,67 +50,91 @@ export class DeliverRole implements Role {
     private readonly logger: Logger,
     private readonly metrics?: NoticeMetrics,
   ) {
-    const im = config.tencent_im;
-    if (!im.enabled) {
-      throw new RoleConfigError('deliver refuses to start: tencent_im.enabled is false, so every notice would be dropped. Enable it (or point tencent_im.base_url at fake-im)');
-    }
-    this.client = new TencentImClient(
-      { baseUrl: im.base_url, sdkAppId: im.sdk_app_id, adminIdentifier: im.admin_identifier, requestTimeoutMs: im.request_timeout, msgLifeTimeMs: im.msg_lifetime, maxSockets: config.deliver.concurrency },
-      new UserSigCache(im.sdk_app_id, im.secret_key, im.admin_identifier, im.usersig_ttl),
-      logger,
-    );
+    const problems = channelRegistryProblems(config);
+    if (problems.length > 0) throw new RoleConfigError(`deliver refuses to start: ${problems.join('; ')}`);
+    this.modules = routedChannels(config).map((name) => channelModule(name)!);
+    if (this.modules.length === 0) throw new RoleConfigError('deliver refuses to start: no notice kind is routed to any channel (tencent_im.kinds, inbox.kinds)');
   }
 
   async start(): Promise<void> {
     const policyFor = sourcePolicy(this.config);
-    // Tencent's quota is per app, not per process: the pacer's clock lives in Redis and every deliver process shares it.
-    const longestSendMs = this.config.tencent_im.request_timeout * 2; // a re-sign can make it two requests
-    const pacer = new SendPacer(this.connection, this.config.redis.prefix, this.config.tencent_im.rate_limit_per_second, () => this.metrics?.sendsRefused.inc());
-    const processor = createDeliverProcessor({
-      ledger: new LedgerRepository(this.pool),
-      hot: new BatchedLedger(this.pool, this.workerId, (source) => policyFor(source).lockTtlMs),
-      sender: this.client,
-      workerId: this.workerId,
-      policyFor,
-      retryBaseMs: this.config.deliver.retry_base_delay,
-      retryMaxMs: this.config.deliver.retry_max_delay,
-      maxUnfinishedAttempts: this.config.deliver.max_unfinished_attempts,
-      pacer,
-      skipsSuperseded: (eventType) => this.config.deliver.skip_superseded[eventType] === true,
-      priorityLeadMs: (kind) => this.config.deliver.priority[kind] ?? 0,
-      sendTimeoutMs: longestSendMs,
-      logger: this.logger,
-      metrics: this.metrics,
-      history: new DeliveryHistory(this.pool, (err) => this.logger.warn({ err: err.message }, 'could not write delivery history; the ledger row is unaffected')),
-      onOutcome: (outcome) => this.outcomes[outcome]++,
+    const ledger = new LedgerRepository(this.pool);
+    const hot = new BatchedLedger(this.pool, this.workerId, (source) => policyFor(source).lockTtlMs);
+    const history = new DeliveryHistory(this.pool, (err) => this.logger.warn({ err: err.message }, 'could not write delivery history; the ledger row is unaffected'));
+    const ports = new Map<string, DeliveryPorts>();
+    for (const module of this.modules) {
+      const channel = await module.create({ config: this.config, pool: this.pool, redis: this.connection, newerVersion: (row) => hot.newerVersion(row), logger: this.logger, metrics: this.metrics });
+      this.channels.push(channel);
+      ports.set(module.name, {
+        ledger: {
+          claim: (key) => hot.claim(key),
+          recordDelivered: (key, ref) => hot.recordDelivered(key, ref),
+          recordSuperseded: (key, newer) => hot.recordSuperseded(key, newer),
+          recordFailed: (key, code, message, at) => ledger.recordFailed(key, this.workerId, code, message, at),
+          recordRetryable: (key, code, message, retryAt, at) => ledger.recordRetryable(key, this.workerId, code, message, retryAt, at),
+          release: (key, code, message, retryAt, at) => ledger.releaseRateLimited(key, this.workerId, code, message, retryAt, at),
+        },
+        channel,
+        workerId: this.workerId,
+        maxRetryCount: (source) => policyFor(source).maxRetryCount,
+        retryBaseMs: this.config.deliver.retry_base_delay,
+        retryMaxMs: this.config.deliver.retry_max_delay,
+        maxUnfinishedAttempts: this.config.deliver.max_unfinished_attempts,
+        logger: this.logger,
+        metrics: this.metrics,
+        history: (entry) => void history.append(entry),
+        onOutcome: (outcome) => this.outcomes[outcome]++,
+      });
+    }
+    const processor = createDeliverProcessor({ portsFor: (channel) => ports.get(channel), retryBaseMs: this.config.deliver.retry_base_delay, retryMaxMs: this.config.deliver.retry_max_delay, logger: this.logger, metrics: this.metrics });
+    // A send can take two HTTP timeouts (a re-sign makes it two requests); the job lock must outlast it.
+    const longestSendMs = this.config.tencent_im.request_timeout * 2;
+    // Several BullMQ workers share a channel's concurrency (see fetchLanes): a burst starts sending after a few
+    // fetches. Each queue has its own lanes, so a kind's jobs are claimed while another kind's backlog waits; the
+    // C2C pacer then hands out the quota by priority among everything claimed.
+    this.workers = this.modules.flatMap((module) => {
+      const laneSizes = fetchLanes(module.concurrency(this.config));
+      return this.queues.ofChannel(module.name).flatMap((queue) => laneSizes.map((concurrency) => new Worker<DeliverJobData>(queue.name, processor, {
+        connection: this.connection,
+        prefix: this.config.redis.prefix,
+        concurrency,
+        settings: { backoffStrategy: ledgerBackoff(this.config.deliver.retry_base_delay, this.config.deliver.retry_max_delay) },
+        lockDuration: Math.max(this.config.deliver.job_lock_duration, longestSendMs),
+        stalledInterval: this.config.deliver.job_lock_duration,
+        maxStalledCount: 3,
+        autorun: false,
+      })));
     });
-    // Several BullMQ workers share the concurrency (see fetchLanes): a burst starts sending after a few fetches. Each
-    // queue has its own lanes, so a kind's jobs are claimed while another kind's backlog waits; the pacer then hands
-    // out the quota by priority among everything claimed.
-    const laneSizes = fetchLanes(this.config.deliver.concurrency);
-    this.workers = this.queues.all.flatMap((queue) => laneSizes.map((concurrency) => new Worker<DeliverJobData>(queue.name, processor, {
-      connection: this.connection,
-      prefix: this.config.redis.prefix,
-      concurrency,
-      settings: { backoffStrategy: ledgerBackoff(this.config.deliver.retry_base_delay, this.config.deliver.retry_max_delay) },
-      lockDuration: Math.max(this.config.deliver.job_lock_duration, longestSendMs),
-      stalledInterval: this.config.deliver.job_lock_duration,
-      maxStalledCount: 3,
-      autorun: false,
-    })));
     for (const worker of this.workers) {
       worker.on('error', (err) => this.logger.warn({ err: err.message }, 'deliver worker error'));
       void worker.run();
     }
     await Promise.all(this.workers.map((worker) => worker.waitUntilReady()));
+    for (const channel of this.channels) this.scheduleMaintenance(channel);
     this.reconciler = new Reconciler({
-      ledger: new LedgerRepository(this.pool), queues: this.queues, redis: this.producerRedis, config: this.config, owner: this.workerId,
+      ledger, queues: this.queues, redis: this.producerRedis, config: this.config, owner: this.workerId,
       maxRetryFor: (source) => policyFor(source).maxRetryCount, history: new DeliveryHistory(this.pool), maxQueuedJobs: maxQueuedJobs(this.config), logger: this.logger, metrics: this.metrics,
     });
     this.reconciler.start();
   }
 
+  /** A channel's own upkeep (the inbox's retention and caps), one run at a time, on its interval, until stop. */
+  private scheduleMaintenance(channel: DeliveryChannel): void {
+    const { maintain, maintainEveryMs } = channel;
+    if (!maintain || !maintainEveryMs) return;
+    const run = () => {
+      void maintain(Date.now())
+        .catch((err) => this.logger.warn({ channel: channel.name, err: describeError(err) }, 'channel maintenance failed; it runs again'))
+        .finally(() => {
+          if (this.maintenance.has(channel.name)) this.maintenance.set(channel.name, setTimeout(run, maintainEveryMs));
+        });
+    };
+    this.maintenance.set(channel.name, setTimeout(run, maintainEveryMs));
+  }
+
   async stop(): Promise<void> {
+    for (const timer of this.maintenance.values()) clearTimeout(timer);
+    this.maintenance.clear();
     await this.reconciler?.stop();
     const workers = this.workers;
     this.workers = [];
@@ -108,7 +147,8 @@ export class DeliverRole implements Role {
         await worker.close(true).catch(() => undefined);
       }
     }));
-    this.client.close();
+    for (const channel of this.channels) await channel.close?.();
+    this.channels = [];
   }
 
   isRunning(): boolean {

@@ -158,10 +158,10 @@ export class Reconciler {
 }
 
 /** Row positions grouped by the queue their kind's jobs live in. */
-function byQueue(queues: DeliverQueues, rows: ReadonlyArray<{ noticeKind: string }>): Map<Queue<DeliverJobData>, number[]> {
+function byQueue(queues: DeliverQueues, rows: ReadonlyArray<{ channel: string; noticeKind: string }>): Map<Queue<DeliverJobData>, number[]> {
   const groups = new Map<Queue<DeliverJobData>, number[]>();
   rows.forEach((row, i) => {
-    const queue = queues.forKind(row.noticeKind);
+    const queue = queues.queueFor(row);
     const list = groups.get(queue);
     if (list) list.push(i);
     else groups.set(queue, [i]);

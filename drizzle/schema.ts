@@ -2,7 +2,7 @@
  * notice-service's own tables. These are the only tables it writes; owner outboxes are read-only to it.
  * SQL is generated from this file by drizzle-kit (`npm run db:generate`) into drizzle/migrations/.
  */
-import { bigint, customType, index, int, mediumtext, mysqlTable, primaryKey, uniqueIndex, varbinary, varchar } from 'drizzle-orm/mysql-core';
+import { bigint, binary, customType, index, int, mediumtext, mysqlTable, primaryKey, tinyint, uniqueIndex, varbinary, varchar } from 'drizzle-orm/mysql-core';
 
 /** Raw message bytes, which need not be valid UTF-8. */
 const mediumblob = customType<{ data: Buffer }>({ dataType: () => 'mediumblob' });
@@ -167,4 +167,42 @@ export const noticeDeliveryHistory = mysqlTable(
     latencyMs: int('latency_ms'),
   },
   (t) => [index('idx_ndh_event').on(t.sourceEventId, t.atMs), index('idx_ndh_at').on(t.atMs)],
+);
+
+/**
+ * The site inbox (the inbox channel): one item per user per notice, written by deliver from the ledger row of
+ * channel `inbox`, read and changed by the gateway through notice.inbox.v1.InboxService. Pages are keyset on `id`
+ * (arrival order); every query starts with (app_code, user_id), so each index below serves one user's slice.
+ */
+export const noticeInboxItems = mysqlTable(
+  'notice_inbox_items',
+  {
+    id: bigint('id', { mode: 'number', unsigned: true }).autoincrement().primaryKey(),
+    /** SHA-256 of the fact's ledger key without its channel: a repeated delivery of one fact is one item. */
+    factHash: binary('fact_hash', { length: 32 }).notNull(),
+    appCode: varbinary('app_code', { length: 128 }).notNull(),
+    userId: varbinary('user_id', { length: 256 }).notNull(),
+    sourceName: varchar('source_name', { length: 64 }).notNull(),
+    sourceEventId: varbinary('source_event_id', { length: 764 }).notNull(),
+    noticeKind: varchar('notice_kind', { length: 32 }).notNull(),
+    eventType: varchar('event_type', { length: 64 }).notNull(),
+    /** The notice payload (JSON), as the C2C message carries it. */
+    payload: mediumtext('payload').notNull(),
+    /** Invariant: is_archived = 1 implies is_read = 1. */
+    isRead: tinyint('is_read').notNull().default(0),
+    isArchived: tinyint('is_archived').notNull().default(0),
+    createdAtMs: bigint('created_at_ms', { mode: 'number' }).notNull(),
+    readAtMs: bigint('read_at_ms', { mode: 'number' }),
+    archivedAtMs: bigint('archived_at_ms', { mode: 'number' }),
+    /** created_at_ms + the kind's retention; NULL keeps it until the per-user cap pushes it out. */
+    expireAtMs: bigint('expire_at_ms', { mode: 'number' }),
+  },
+  (t) => [
+    uniqueIndex('uk_nii_fact').on(t.factHash),
+    index('idx_nii_user').on(t.appCode, t.userId),
+    index('idx_nii_list').on(t.appCode, t.userId, t.isArchived),
+    index('idx_nii_unread').on(t.appCode, t.userId, t.isRead),
+    index('idx_nii_kind').on(t.appCode, t.userId, t.noticeKind, t.isArchived),
+    index('idx_nii_expire').on(t.expireAtMs),
+  ],
 );

@@ -12,6 +12,7 @@ import { MqConsumerLoop } from '../src/rocketmq/consumer-loop.ts';
 import { ingestEnabled, mqNoticeModules, outboxNoticeModules } from '../src/notices/registry.ts';
 import { RoleConfigError, type Role } from '../src/app/role.ts';
 import { newWorkerId } from '../src/app/worker-id.ts';
+import { channelRoutes } from '../src/channels/routing.ts';
 import { enqueueDeliveries, type DeliverQueues } from '../queues/deliver-queue.ts';
 import type { NoticeMetrics } from '../src/observability/metrics.ts';
 
@@ -31,8 +32,9 @@ export class IngestRole implements Role {
     const cursors = new CursorStore(pool);
     const gapWatch = new GapWatchStore(pool);
     const owner = newWorkerId('ingest');
+    const routes = channelRoutes(config);
     const recorderFor = (maxRetryCount: number) =>
-      new FactRecorder(ledger, (items) => enqueueDeliveries(queues, items.map((i) => ({ ...i, maxRetryCount }))), logger, metrics);
+      new FactRecorder(ledger, (items) => enqueueDeliveries(queues, items.map((i) => ({ ...i, maxRetryCount }))), routes, logger, metrics);
 
     // Each poller's backpressure counts only its own kinds' queues: a wallet backlog must not hold back kicks.
     this.pollers = outboxNoticeModules(config)

@@ -4,46 +4,87 @@ import type { Redis } from 'ioredis';
 import type { LedgerKey } from '../src/ledger/types.ts';
 
 /**
- * The contract between ingest and deliver. Every Tencent IM C2C send shares the app's 200 req/s quota through the
- * app-wide send pacer (deliver/send-pacer.ts), which hands slots out by priority. So that a kick is not fetched
- * behind a storm's balance updates, each notice kind with a priority (deliver.priority) has a queue of its own,
- * `deliver-tencent-im-c2c-<kind>`; kinds without one (and jobs from before the split) share DELIVER_QUEUE_NAME.
+ * The contract between ingest and deliver: one BullMQ queue per (channel, notice kind with a queue of its own), and
+ * one shared queue per channel for its other kinds. Every Tencent IM C2C send shares the app's 200 req/s quota through
+ * the app-wide send pacer (src/channels/tencent-im-c2c/send-pacer.ts), which hands slots out by priority; so that a
+ * kick is not fetched behind a storm's balance updates, each kind with a priority (deliver.priority) has a C2C queue
+ * of its own, `deliver-tencent-im-c2c-<kind>`. Other channels are named the same way: `deliver-inbox`.
  */
 export const DELIVER_QUEUE_NAME = 'deliver-tencent-im-c2c';
 
-export function deliverQueueName(kind: string | null): string {
-  return kind === null ? DELIVER_QUEUE_NAME : `${DELIVER_QUEUE_NAME}-${kind}`;
+/** `deliver-<channel>` (underscores as dashes), `-<kind>` for a kind with a queue of its own. */
+export function deliverQueueName(channel: string, kind: string | null): string {
+  const base = `deliver-${channel.replace(/_/g, '-')}`;
+  return kind === null ? base : `${base}-${kind}`;
 }
 
-/** The deliver queues of one config: one per prioritised kind plus the shared one. */
-export class DeliverQueues {
-  private readonly byKind = new Map<string, Queue<DeliverJobData>>();
+/** The queues one channel has: the kinds with their own queue. */
+export interface ChannelQueueSpec {
+  channel: string;
+  ownQueueKinds: readonly string[];
+}
+
+class ChannelQueues {
+  readonly byKind = new Map<string, Queue<DeliverJobData>>();
   readonly shared: Queue<DeliverJobData>;
 
-  constructor(connection: Redis, prefix: string, ownQueueKinds: readonly string[]) {
-    this.shared = new Queue<DeliverJobData>(DELIVER_QUEUE_NAME, { connection, prefix });
-    for (const kind of ownQueueKinds) this.byKind.set(kind, new Queue<DeliverJobData>(deliverQueueName(kind), { connection, prefix }));
+  constructor(connection: Redis, prefix: string, spec: ChannelQueueSpec) {
+    for (const kind of spec.ownQueueKinds) this.byKind.set(kind, new Queue<DeliverJobData>(deliverQueueName(spec.channel, kind), { connection, prefix }));
+    this.shared = new Queue<DeliverJobData>(deliverQueueName(spec.channel, null), { connection, prefix });
   }
 
-  /** Every queue, the kinds' first and the shared one last. */
   get all(): Array<Queue<DeliverJobData>> {
     return [...this.byKind.values(), this.shared];
   }
+}
 
-  forKind(kind: string): Queue<DeliverJobData> {
-    return this.byKind.get(kind) ?? this.shared;
+/** Where a delivery's job lives: its channel and its notice kind. */
+export interface QueueRoute {
+  channel: string;
+  noticeKind: string;
+}
+
+/** The deliver queues of one config, for every routed channel. */
+export class DeliverQueues {
+  private readonly channels = new Map<string, ChannelQueues>();
+
+  constructor(connection: Redis, prefix: string, specs: readonly ChannelQueueSpec[]) {
+    for (const spec of specs) this.channels.set(spec.channel, new ChannelQueues(connection, prefix, spec));
   }
 
-  /** Jobs not yet taken by a worker in the queues these kinds go to (all queues without `kinds`). */
+  /** Every queue: per channel, the kinds' first and the shared one last. */
+  get all(): Array<Queue<DeliverJobData>> {
+    return [...this.channels.values()].flatMap((c) => c.all);
+  }
+
+  /** The channels these queues serve, in registry order. */
+  get channelNames(): string[] {
+    return [...this.channels.keys()];
+  }
+
+  /** A channel's queues. */
+  ofChannel(channel: string): Array<Queue<DeliverJobData>> {
+    return this.channels.get(channel)?.all ?? [];
+  }
+
+  /** The queue of a delivery; throws for a channel with no queues here (a config that does not route to it). */
+  queueFor(route: QueueRoute): Queue<DeliverJobData> {
+    const queues = this.channels.get(route.channel);
+    if (!queues) throw new Error(`no deliver queue for channel "${route.channel}": this config routes no notice kind to it`);
+    return queues.byKind.get(route.noticeKind) ?? queues.shared;
+  }
+
+  /** Jobs not yet taken by a worker in the queues these kinds go to, over every channel (all queues without `kinds`). */
   async queuedJobs(kinds?: readonly string[]): Promise<number> {
-    const queues = kinds ? [...new Set(kinds.map((k) => this.forKind(k)))] : this.all;
+    const queues = kinds ? [...new Set([...this.channels.keys()].flatMap((channel) => kinds.map((noticeKind) => this.queueFor({ channel, noticeKind }))))] : this.all;
     const counts = await Promise.all(queues.map((q) => queuedJobs(q)));
     return counts.reduce((a, b) => a + b, 0);
   }
 
-  /** The job of a ledger row, wherever its kind's queue is. */
-  getJob(key: LedgerKey & { noticeKind: string }) {
-    return this.forKind(key.noticeKind).getJob(deliverJobId(key));
+  /** The job of a ledger row, wherever its channel and kind put it (undefined for a channel without queues here). */
+  async getJob(key: LedgerKey & { noticeKind: string }) {
+    if (!this.channels.has(key.channel)) return undefined;
+    return this.queueFor(key).getJob(deliverJobId(key));
   }
 
   on(event: 'error', listener: (err: Error) => void): void {
@@ -87,8 +128,8 @@ export function deliverJobOptions(key: LedgerKey, maxRetryCount: number): JobsOp
   };
 }
 
-export function createDeliverQueues(connection: Redis, prefix: string, ownQueueKinds: readonly string[]): DeliverQueues {
-  return new DeliverQueues(connection, prefix, ownQueueKinds);
+export function createDeliverQueues(connection: Redis, prefix: string, specs: readonly ChannelQueueSpec[]): DeliverQueues {
+  return new DeliverQueues(connection, prefix, specs);
 }
 
 /** Jobs not yet taken by a worker (waiting, prioritized, delayed: retries, back-offs): what max_queued_jobs bounds. */
@@ -107,7 +148,7 @@ export interface EnqueueItem {
 export async function enqueueDeliveries(queues: DeliverQueues, items: readonly EnqueueItem[]): Promise<void> {
   const byQueue = new Map<Queue<DeliverJobData>, EnqueueItem[]>();
   for (const item of items) {
-    const queue = queues.forKind(item.noticeKind);
+    const queue = queues.queueFor({ channel: item.key.channel, noticeKind: item.noticeKind });
     const list = byQueue.get(queue);
     if (list) list.push(item);
     else byQueue.set(queue, [item]);

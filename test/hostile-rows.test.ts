@@ -101,9 +101,9 @@ describe('hostile outbox rows: each one is its own failed row, never a stalled s
     env = await createTestEnv();
     const ledger = new LedgerRepository(env.notice);
     const enqueued: string[] = [];
-    const recorder = new FactRecorder(ledger, async (items) => void enqueued.push(...items.map((i) => i.key.sourceEventId)), pino({ level: 'silent' }));
+    const recorder = new FactRecorder(ledger, async (items) => void enqueued.push(...items.map((i) => i.key.sourceEventId)), () => [CHANNEL_TENCENT_IM_C2C], pino({ level: 'silent' }));
     const fact = (id: string, noticeKind: string): SourceFact => ({
-      key: { sourceName: 'wallet_outbox', appCode: 'lalu', sourceEventId: id, channel: CHANNEL_TENCENT_IM_C2C },
+      key: { sourceName: 'wallet_outbox', appCode: 'lalu', sourceEventId: id },
       mapped: { kind: 'notice', eventType: 'WalletBalanceChanged', userId: '10001', noticeKind, payload: '{}' },
       sourceRowId: 1, sourceCreatedAtMs: 1,
     });

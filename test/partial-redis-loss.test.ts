@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import { channelQueueSpecs } from '../src/channels/registry.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import type { Queue } from 'bullmq';
@@ -10,7 +11,6 @@ import { CHANNEL_TENCENT_IM_C2C, type LedgerKey } from '../src/ledger/types.ts';
 import { createRedis } from '../src/platform/redis.ts';
 import { buildProcess, type NoticeProcess } from '../cli/run-roles.ts';
 import { createDeliverQueues, deliverJobId, enqueueDeliveries, type DeliverJobData, type DeliverQueues } from '../queues/deliver-queue.ts';
-import { prioritisedKinds } from '../src/config/schema.ts';
 import { inspectJobs } from '../queues/job-repair.ts';
 import { Reconciler } from '../deliver/reconciler.ts';
 
@@ -47,8 +47,8 @@ async function queuedThenHalfLost(count: number, orphans: number[], ghosts: numb
   const ledger = new LedgerRepository(env!.notice);
   await ledger.insertIfAbsent(Array.from({ length: count }, (_, i) => row(i)), OLD);
   redis = createRedis(env!.config.redis.url, 'producer');
-  queues = createDeliverQueues(redis, env!.config.redis.prefix, prioritisedKinds(env!.config));
-  queue = queues.forKind('wallet_notice');
+  queues = createDeliverQueues(redis, env!.config.redis.prefix, channelQueueSpecs(env!.config));
+  queue = queues.queueFor({ channel: 'tencent_im_c2c', noticeKind: 'wallet_notice' });
   await enqueueDeliveries(queues, Array.from({ length: count }, (_, i) => ({ key: keyOf(i), eventType: 'WalletBalanceChanged', noticeKind: 'wallet_notice', maxRetryCount: 3 })));
   const waitKey = queue.toKey('wait');
   for (const n of orphans) await redis.lrem(waitKey, 0, deliverJobId(keyOf(n)));

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { channelQueueSpecs } from '../src/channels/registry.ts';
 import { pino } from 'pino';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -7,7 +8,6 @@ import { LedgerRepository } from '../src/ledger/repository.ts';
 import { CHANNEL_TENCENT_IM_C2C } from '../src/ledger/types.ts';
 import { createRedis } from '../src/platform/redis.ts';
 import { createDeliverQueues, deliverJobId, queuedJobs, type DeliverJobData, type DeliverQueues } from '../queues/deliver-queue.ts';
-import { prioritisedKinds } from '../src/config/schema.ts';
 import { Reconciler } from '../deliver/reconciler.ts';
 
 let env: TestEnv | undefined;
@@ -36,9 +36,9 @@ async function setUp(rows: number, maxQueuedJobs?: number) {
   const ledger = new LedgerRepository(env.notice);
   await ledger.insertIfAbsent(Array.from({ length: rows }, (_, i) => strandedRow(i)), OLD);
   redis = createRedis(env.config.redis.url, 'producer');
-  queues = createDeliverQueues(redis, env.config.redis.prefix, prioritisedKinds(env.config));
+  queues = createDeliverQueues(redis, env.config.redis.prefix, channelQueueSpecs(env.config));
   // The rows are wallet notices: their jobs live in that kind's queue.
-  queue = queues.forKind('wallet_notice');
+  queue = queues.queueFor({ channel: 'tencent_im_c2c', noticeKind: 'wallet_notice' });
   const reconciler = new Reconciler({ ledger, queues, redis, config: env.config, owner: 'test', maxRetryFor: () => 5, maxQueuedJobs, logger: pino({ level: 'silent' }) });
   return { ledger, reconciler, waiting: () => queuedJobs(queue!) };
 }

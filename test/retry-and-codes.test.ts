@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decideRetry, retryDelayMs } from '../deliver/retry-policy.ts';
+import { decideRetry, retryDelayMs } from '../src/delivery/retry-policy.ts';
 import { classifyErrorCode } from '../src/tencent-im/error-codes.ts';
 import { canTransition, TRANSITIONS } from '../src/ledger/transitions.ts';
 import { dedupNumbers } from '../src/tencent-im/message.ts';

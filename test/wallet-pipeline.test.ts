@@ -110,7 +110,7 @@ describe('wallet notices end to end (MariaDB + Redis + fake-im)', () => {
     expect(row.last_error).toMatch(/retries exhausted after 3 attempts/);
     await new Promise((r) => setTimeout(r, 500));
     expect(env.fakeIm.getStats().requests).toBe(3);
-    const failedJobs = await proc.queues.forKind('wallet_notice').getFailed();
+    const failedJobs = await proc.queues.queueFor({ channel: 'tencent_im_c2c', noticeKind: 'wallet_notice' }).getFailed();
     expect(failedJobs).toHaveLength(1);
     expect(failedJobs[0]!.data).toEqual({ sourceName: 'wallet_outbox', appCode: 'lalu', sourceEventId: 'tx_4:WalletBalanceChanged:10004:COIN', channel: 'tencent_im_c2c', eventType: 'WalletBalanceChanged' });
   });

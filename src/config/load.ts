@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { routingProblems } from '../channels/routing.ts';
 import { parse as parseYaml } from 'yaml';
 import { configSchema, type NoticeConfig } from './schema.ts';
 import { interpolate, type InterpolationProblem } from './interpolate.ts';
@@ -71,6 +72,7 @@ function crossFieldProblems(config: NoticeConfig): string[] {
   if (config.rocketmq.request_timeout < 1000) {
     problems.push('rocketmq.request_timeout: the client requires at least 1s');
   }
+  problems.push(...routingProblems(config));
   if (Boolean(config.rocketmq.access_key) !== Boolean(config.rocketmq.secret_key)) {
     problems.push('rocketmq.access_key/secret_key: set both or neither');
   }

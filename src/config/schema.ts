@@ -3,6 +3,10 @@ import { durationMs } from './duration.ts';
 
 const mysqlIdentifier = z.string().regex(/^[A-Za-z0-9_]{1,64}$/, 'must be a plain MySQL identifier (letters, digits, _)');
 const port = z.number().int().min(0).max(65535);
+const noticeKind = z.string().regex(/^[a-z][a-z0-9_]{0,31}$/, 'a notice kind such as "room_notice"');
+const kindList = z.array(z.union([noticeKind, z.literal('*')]));
+const DEFAULT_INBOX_KINDS = ['activity_notice', 'vip_notice', 'room_notice'] as const;
+
 
 /** One outbox poller (wallet_notice_worker, room_notice_worker): the seed's keys plus gap handling. */
 const outboxWorker = z.strictObject({
@@ -47,6 +51,34 @@ const tencentIm = z.strictObject({
   usersig_ttl: durationMs.default(24 * 3600 * 1000),
   /** Offline storage time of a notice (MsgLifeTime); Tencent caps it at 7 days. */
   msg_lifetime: durationMs.default(7 * 24 * 3600 * 1000),
+  /** The notice kinds sent as C2C messages; `["*"]` is every kind. */
+  kinds: kindList.default(() => ['*']),
+});
+
+/** The site inbox channel: notice-service's own notice_inbox_items, read by the gateway over gRPC. */
+const inbox = z.strictObject({
+  enabled: z.boolean().default(true),
+  /** The notice kinds that land in the inbox (balance updates do not by default: they are state, not news). */
+  kinds: kindList.default(() => [...DEFAULT_INBOX_KINDS]),
+  /** How long an item is kept, per notice kind; `default` for kinds not listed. 0 keeps it until the cap pushes it out. */
+  retention: z.record(z.string(), durationMs).default(() => ({ default: 90 * 24 * 3600 * 1000 })),
+  /** The newest this many items of a user are kept; older ones are swept. */
+  max_items_per_user: z.number().int().min(1).max(100_000).default(1000),
+  /** How often the sweeper runs (retention, then the cap of users written since its last run). */
+  sweep_interval: durationMs.default(10_000),
+  /** Rows deleted per sweep statement, so a sweep never holds long locks. */
+  sweep_batch_size: z.number().int().min(1).max(100_000).default(1000),
+  /** Concurrent inbox deliveries per deliver process; they are batched into one INSERT. */
+  concurrency: z.number().int().min(1).max(1000).default(16),
+  /** Unread counts stop at this number and say `capped` (a badge shows "99+"). */
+  unread_count_cap: z.number().int().min(1).max(10_000).default(100),
+  /**
+   * Signs page tokens so that a forged or altered one is refused. Tokens carry no authority (every query is scoped
+   * by the caller), so an empty key still detects damaged tokens; set one in production.
+   */
+  page_token_secret: z.string().default(''),
+  /** Serve notice.inbox.v1.InboxService on the gRPC port (health.grpc_port). */
+  api_enabled: z.boolean().default(true),
 });
 
 /** RocketMQ 5 proxy (gRPC) consumer settings. Defaults are values the real proxy accepts. */
@@ -150,6 +182,12 @@ export const configSchema = z.strictObject({
     cluster: z.boolean().default(false),
   }),
   tencent_im: tencentIm.default(() => tencentIm.parse({})),
+  inbox: inbox.default(() => inbox.parse({})),
+  /**
+   * Per event type, the channels its notices go to, instead of what the channels' `kinds` say (for example
+   * `SystemNotice: [inbox]`). Unlisted types follow the kinds.
+   */
+  channel_overrides: z.record(z.string().min(1), z.array(z.string())).default(() => ({})),
   wallet_notice_worker: outboxWorker.default(() => outboxWorker.parse({})),
   room_notice_worker: outboxWorker.default(() => outboxWorker.parse({})),
   activity_notice_worker: outboxWorker.default(() => outboxWorker.parse({})),
@@ -204,6 +242,7 @@ export type NoticeConfig = z.infer<typeof configSchema>;
 export function prioritisedKinds(config: NoticeConfig): string[] {
   return Object.entries(config.deliver.priority).sort((a, b) => b[1] - a[1]).map(([kind]) => kind);
 }
+export type InboxConfig = z.infer<typeof inbox>;
 export type OutboxWorkerConfig = z.infer<typeof outboxWorker>;
 export type RocketMqConfig = z.infer<typeof rocketmq>;
 

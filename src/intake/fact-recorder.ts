@@ -1,13 +1,18 @@
 import type { Logger } from 'pino';
 import type { LedgerRepository } from '../ledger/repository.ts';
 import type { LedgerKey, NewLedgerRow } from '../ledger/types.ts';
+import type { ChannelRoutes } from '../channels/routing.ts';
 import type { MappedEvent } from '../notices/types.ts';
 import type { NoticeMetrics } from '../observability/metrics.ts';
+import { CHANNEL_TENCENT_IM_C2C } from '../ledger/types.ts';
 import { clipText, isDataError, keyProblem, recipientProblem, substituteKey } from './fact-validation.ts';
+
+/** A source fact's identity: the ledger key without its channel (the fact goes to one row per channel). */
+export type FactKey = Omit<LedgerKey, 'channel'>;
 
 /** One source fact, mapped by its notice module, with its ledger identity. */
 export interface SourceFact {
-  key: LedgerKey;
+  key: FactKey;
   mapped: MappedEvent;
   sourceRowId: number | null;
   sourceCreatedAtMs: number | null;
@@ -31,14 +36,16 @@ export interface RecordCounts {
 }
 
 /**
- * The one way a fact enters notice-service, whichever entry it came by (outbox poller, MQ consumer): ledger
- * insert-if-absent, then enqueue. When this resolves, every fact is durable and queued; when it throws, the caller
+ * The one way a fact enters notice-service, whichever entry it came by (outbox poller, MQ consumer): one ledger row
+ * per channel the fact is routed to (insert-if-absent, all in the same batch), then enqueue each. When this resolves, every fact is durable and queued; when it throws, the caller
  * must not advance its cursor or ack its message. Both steps are idempotent, so repeating them is always safe.
  */
 export class FactRecorder {
   constructor(
     private readonly ledger: LedgerRepository,
     private readonly enqueue: EnqueueDeliveries,
+    /** Which channels a fact goes to (channel kinds and overrides in config). */
+    private readonly routes: ChannelRoutes,
     private readonly logger: Logger,
     private readonly metrics?: NoticeMetrics,
     private readonly now: () => number = Date.now,
@@ -56,15 +63,22 @@ export class FactRecorder {
         counts.skipped++;
         continue;
       }
+      const channels = this.routes(mapped.eventType, mapped.noticeKind);
       const base = { ...key, eventType: mapped.eventType, userId: mapped.userId, noticeKind: mapped.noticeKind, sourceRowId, sourceCreatedAtMs };
       if (mapped.kind === 'malformed') {
         counts.malformed++;
         this.logger.warn({ source: key.sourceName, event_id: clipText(key.sourceEventId, 200), source_row_id: sourceRowId, reason: mapped.reason }, 'malformed source event recorded as failed');
-        rows.push({ ...base, status: 'failed', payload: null, lastErrorCode: 'MALFORMED', lastError: mapped.reason });
+        // Once, under its first channel (or C2C's when it has none): the failure is the fact's, not a channel's.
+        rows.push({ ...base, channel: channels[0] ?? CHANNEL_TENCENT_IM_C2C, status: 'failed', payload: null, lastErrorCode: 'MALFORMED', lastError: mapped.reason });
+      } else if (channels.length === 0) {
+        // Configured to go nowhere (no channel takes its kind): nothing to deliver, like an unknown type.
+        counts.skipped++;
       } else {
         counts.ingested++;
-        rows.push({ ...base, status: 'pending', payload: mapped.payload, lastErrorCode: null, lastError: null, supersede: mapped.supersede ?? null });
-        pending.push({ key, eventType: mapped.eventType, noticeKind: mapped.noticeKind });
+        for (const channel of channels) {
+          rows.push({ ...base, channel, status: 'pending', payload: mapped.payload, lastErrorCode: null, lastError: null, supersede: mapped.supersede ?? null });
+          pending.push({ key: { ...key, channel }, eventType: mapped.eventType, noticeKind: mapped.noticeKind });
+        }
       }
     }
     try {
@@ -97,7 +111,7 @@ export class FactRecorder {
         this.logger.warn({ source: row.sourceName, event_id: clipText(row.sourceEventId, 200), source_row_id: row.sourceRowId, reason }, 'source event recorded as failed');
         // Only the key (already checked to fit) and fixed values: nothing of the refused row can be refused again.
         await this.ledger.insertIfAbsent([{ ...row, eventType: clipText(row.eventType, 64), userId: '', noticeKind: '', status: 'failed', payload: null, lastErrorCode: 'MALFORMED', lastError: reason, sourceRowId: null, sourceCreatedAtMs: null }], this.now());
-        const at = pending.findIndex((p) => p.key.sourceEventId === row.sourceEventId && p.key.appCode === row.appCode);
+        const at = pending.findIndex((p) => p.key.sourceEventId === row.sourceEventId && p.key.appCode === row.appCode && p.key.channel === row.channel);
         if (at >= 0) pending.splice(at, 1);
       }
     }

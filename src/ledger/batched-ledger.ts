@@ -5,6 +5,7 @@ import type { LedgerKey, LedgerRow } from './types.ts';
 import { retryOnDeadlock } from '../platform/deadlock-retry.ts';
 import { groupKeys } from './key-groups.ts';
 import { transitionGuard } from './transitions.ts';
+import { groupCommit } from '../platform/group-commit.ts';
 
 const TABLE = 'notice_delivery_events';
 
@@ -13,31 +14,6 @@ const NEWER_STATUSES = "status IN ('pending', 'delivering', 'retryable', 'delive
 
 function keyString(key: LedgerKey): string {
   return `${key.sourceName}\u0000${key.appCode}\u0000${key.sourceEventId}\u0000${key.channel}`;
-}
-
-/**
- * Group-commit scheduling for a DataLoader: with no statement of this kind in flight a batch goes at once (no added
- * latency when idle); while one is in flight, new calls pile up and go together as soon as it returns. Batches
- * grow with load instead of with a fixed wait.
- */
-function groupCommit() {
-  let inflight: Promise<unknown> | null = null;
-  return {
-    schedule(dispatch: () => void) {
-      const go = () => setImmediate(dispatch);
-      // then(go, go): the batch in flight may fail; that failure belongs to its own callers, not to this one.
-      if (inflight) inflight.then(go, go);
-      else go();
-    },
-    track<T>(work: Promise<T>): Promise<T> {
-      const clear = () => {
-        if (inflight === work) inflight = null;
-      };
-      work.then(clear, clear);
-      inflight = work;
-      return work;
-    },
-  };
 }
 
 /**

@@ -43,14 +43,14 @@ export class NoticeMetrics {
   readonly secondsSinceLastEvent = new Gauge({ name: 'notice_ingest_seconds_since_last_event', help: 'Seconds since ingest last recorded an event', labelNames: ['source'], registers: [this.registry] });
   readonly deliveries = new Counter({
     name: 'notice_deliveries_total', help: 'Delivery attempts by outcome (delivered, retryable, failed, rate_limited) and Tencent error code',
-    labelNames: ['source', 'notice_kind', 'outcome', 'error_code'], registers: [this.registry],
+    labelNames: ['source', 'channel', 'notice_kind', 'outcome', 'error_code'], registers: [this.registry],
   });
-  readonly retries = new Counter({ name: 'notice_delivery_retries_total', help: 'Attempts that will be retried', labelNames: ['source'], registers: [this.registry] });
+  readonly retries = new Counter({ name: 'notice_delivery_retries_total', help: 'Attempts that will be retried', labelNames: ['source', 'channel'], registers: [this.registry] });
   readonly rateLimitBackoffs = new Counter({ name: 'notice_rate_limit_backoffs_total', help: 'Tencent over-frequency answers; each lowers the shared send pace a little (see notice_send_pace)', registers: [this.registry] });
   readonly sendPace = new Gauge({ name: 'notice_send_pace', help: 'Share of the configured send rate in use after the last over-frequency answer seen by this process (1 = full; it recovers on its own)', registers: [this.registry] });
   readonly sendsRefused = new Counter({ name: 'notice_send_admissions_refused_total', help: 'Sends refused by the app-wide rate (sliding second full, or a back-off on) that queued up again; a steady rise means deliver processes reach their slots late (starved CPU)', registers: [this.registry] });
   readonly sendLatency = new Histogram({
-    name: 'notice_send_latency_seconds', help: 'Tencent IM sendmsg round trip', labelNames: ['outcome'],
+    name: 'notice_send_latency_seconds', help: 'One send over a channel (the Tencent IM sendmsg round trip; the inbox insert)', labelNames: ['channel', 'outcome'],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [this.registry],
   });
   readonly sendSlotWait = new Histogram({
@@ -58,7 +58,7 @@ export class NoticeMetrics {
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [this.registry],
   });
   readonly endToEndLatency = new Histogram({
-    name: 'notice_end_to_end_latency_seconds', help: 'Outbox created_at_ms to delivered', labelNames: ['source'],
+    name: 'notice_end_to_end_latency_seconds', help: 'Outbox created_at_ms to delivered', labelNames: ['source', 'channel'],
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300], registers: [this.registry],
   });
   readonly reconcilerRequeued = new Counter({
@@ -71,9 +71,10 @@ export class NoticeMetrics {
     name: 'notice_deliver_ghost_jobs_total', help: 'Jobs whose Redis hash was gone (partial Redis loss): dropped; the reconciler re-adds their rows from the ledger', registers: [this.registry],
   });
   readonly ledgerPurged = new Counter({ name: 'notice_ledger_purged_total', help: 'Final ledger rows deleted by retention', labelNames: ['status'], registers: [this.registry] });
-  readonly poisoned = new Counter({ name: 'notice_delivery_poison_total', help: 'Events failed because their sends kept starting but never finishing', labelNames: ['source'], registers: [this.registry] });
+  readonly poisoned = new Counter({ name: 'notice_delivery_poison_total', help: 'Events failed because their sends kept starting but never finishing', labelNames: ['source', 'channel'], registers: [this.registry] });
   readonly ready = new Gauge({ name: 'notice_ready', help: 'What /readyz answers, as a number: 1 ready, 0 not (read at scrape time), for alerting', registers: [this.registry] });
   readonly sendRateLimit = new Gauge({ name: 'notice_send_rate_limit_per_second', help: 'tencent_im.rate_limit_per_second this deliver process paces the app against (0 = off)', registers: [this.registry] });
+  readonly inboxSwept = new Counter({ name: 'notice_inbox_items_swept_total', help: 'Inbox items deleted by the sweeper, by reason (retention, cap)', labelNames: ['reason'], registers: [this.registry] });
   readonly queueJobs = new Gauge({ name: 'notice_queue_jobs', help: 'BullMQ jobs per queue and state', labelNames: ['queue', 'state'], registers: [this.registry] });
 
   private readonly collectors: Array<() => Promise<void>> = [];

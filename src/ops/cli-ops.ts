@@ -1,5 +1,6 @@
 import ms from 'ms';
-import { prioritisedKinds, type NoticeConfig } from '../config/schema.ts';
+import { channelQueueSpecs } from '../channels/registry.ts';
+import { type NoticeConfig } from '../config/schema.ts';
 import { createMysqlPool } from '../platform/mysql.ts';
 import { createRedis } from '../platform/redis.ts';
 import { LedgerQueries } from '../ledger/queries.ts';
@@ -21,7 +22,7 @@ import { RoleConfigError } from '../app/role.ts';
 async function withResources<T>(config: NoticeConfig, work: (r: { pool: ReturnType<typeof createMysqlPool>; queues: DeliverQueues }) => Promise<T>): Promise<T> {
   const pool = createMysqlPool(config.mysql.url, 2);
   const redis = createRedis(config.redis.url, 'producer', { cluster: config.redis.cluster });
-  const queues = createDeliverQueues(redis, config.redis.prefix, prioritisedKinds(config));
+  const queues = createDeliverQueues(redis, config.redis.prefix, channelQueueSpecs(config));
   try {
     return await work({ pool, queues });
   } finally {

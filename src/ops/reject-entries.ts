@@ -4,6 +4,7 @@ import type { NoticeConfig } from '../config/schema.ts';
 import { FactRecorder } from '../intake/fact-recorder.ts';
 import { LedgerRepository } from '../ledger/repository.ts';
 import { mqNoticeModules } from '../notices/registry.ts';
+import { channelRoutes } from '../channels/routing.ts';
 import { enqueueDeliveries, type DeliverQueues } from '../../queues/deliver-queue.ts';
 import type { RejectRequeueDeps } from './reject-requeue.ts';
 
@@ -14,7 +15,7 @@ export function rejectEntries(config: NoticeConfig, pool: Pool, queues: DeliverQ
   return (sourceName) => {
     const module = modules.get(sourceName);
     if (!module) return null;
-    const recorder = new FactRecorder(ledger, (items) => enqueueDeliveries(queues, items.map((i) => ({ ...i, maxRetryCount: module.maxRetryCount }))), logger);
+    const recorder = new FactRecorder(ledger, (items) => enqueueDeliveries(queues, items.map((i) => ({ ...i, maxRetryCount: module.maxRetryCount }))), channelRoutes(config), logger);
     return { parse: module.parse, recorder };
   };
 }

@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import { WakeableSleep } from '../app/wakeable-sleep.ts';
 import { describeError } from '../platform/errors.ts';
-import { CHANNEL_TENCENT_IM_C2C } from '../ledger/types.ts';
 import type { OutboxWorkerConfig } from '../config/schema.ts';
 import type { FactRecorder, SourceFact } from '../intake/fact-recorder.ts';
 import type { NoticeMetrics } from '../observability/metrics.ts';
@@ -212,7 +211,7 @@ export class OutboxPoller {
     const facts: SourceFact[] = rows.map((row) => {
       const identity = source.identify(row);
       return {
-        key: { sourceName: source.sourceName, appCode: identity.appCode, sourceEventId: identity.sourceEventId, channel: CHANNEL_TENCENT_IM_C2C },
+        key: { sourceName: source.sourceName, appCode: identity.appCode, sourceEventId: identity.sourceEventId },
         mapped: source.map(row, recordedAtMs),
         sourceRowId: row.id,
         sourceCreatedAtMs: identity.sourceCreatedAtMs,

@@ -1,4 +1,3 @@
-import { CHANNEL_TENCENT_IM_C2C } from '../../ledger/types.ts';
 import type { SourceFact } from '../../intake/fact-recorder.ts';
 import { LIMITS } from '../../intake/fact-validation.ts';
 import { describeZodError, parsePayloadJson } from '../payload-json.ts';
@@ -29,7 +28,7 @@ export function parseRoomMqMessage(body: Buffer, recordedAtMs: number): ParsedRo
   return {
     kind: 'fact',
     fact: {
-      key: { sourceName: ROOM_SOURCE_NAME, appCode: fact.app_code, sourceEventId: fact.event_id, channel: CHANNEL_TENCENT_IM_C2C },
+      key: { sourceName: ROOM_SOURCE_NAME, appCode: fact.app_code, sourceEventId: fact.event_id },
       mapped: mapRoomFact(fact, recordedAtMs),
       sourceRowId: null,
       sourceCreatedAtMs: createdAt !== null && Number.isSafeInteger(createdAt) ? createdAt : null,

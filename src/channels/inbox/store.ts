@@ -1,0 +1,211 @@
+import { createHash } from 'node:crypto';
+import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import type { LedgerKey } from '../../ledger/types.ts';
+import { retryOnDeadlock } from '../../platform/deadlock-retry.ts';
+
+const TABLE = 'notice_inbox_items';
+
+/** Whose inbox: always both, from the gateway's authenticated session; every statement is scoped by them. */
+export interface InboxOwner {
+  appCode: string;
+  userId: string;
+}
+
+export interface NewInboxItem extends InboxOwner {
+  fact: Omit<LedgerKey, 'channel'>;
+  noticeKind: string;
+  eventType: string;
+  payload: string;
+  createdAtMs: number;
+  expireAtMs: number | null;
+}
+
+export interface InboxItem {
+  id: string;
+  noticeKind: string;
+  eventType: string;
+  payload: string;
+  read: boolean;
+  archived: boolean;
+  createdAtMs: number;
+  readAtMs: number | null;
+  archivedAtMs: number | null;
+}
+
+export type ReadFilter = 'all' | 'unread' | 'read';
+export type ArchiveFilter = 'exclude' | 'only' | 'include';
+
+export interface ListFilter {
+  read: ReadFilter;
+  archived: ArchiveFilter;
+  kinds: readonly string[];
+}
+
+export interface UnreadCount {
+  count: number;
+  capped: boolean;
+  byKind: Record<string, number>;
+}
+
+/** One fact is one inbox item, whichever delivery attempt writes it. */
+export function factHash(fact: Omit<LedgerKey, 'channel'>): Buffer {
+  return createHash('sha256').update(`${fact.sourceName}\u0000${fact.appCode}\u0000${fact.sourceEventId}`).digest();
+}
+
+const COLUMNS = 'id, notice_kind, event_type, payload, is_read, is_archived, created_at_ms, read_at_ms, archived_at_ms';
+
+function toItem(r: RowDataPacket): InboxItem {
+  return {
+    id: String(r.id),
+    noticeKind: r.notice_kind,
+    eventType: r.event_type,
+    payload: r.payload,
+    read: r.is_read === 1,
+    archived: r.is_archived === 1,
+    createdAtMs: Number(r.created_at_ms),
+    readAtMs: r.read_at_ms === null ? null : Number(r.read_at_ms),
+    archivedAtMs: r.archived_at_ms === null ? null : Number(r.archived_at_ms),
+  };
+}
+
+const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(', ');
+
+/**
+ * The only writer and reader of notice_inbox_items. Per-user statements use the (app_code, user_id, …) indexes and
+ * touch at most one user's rows, which the per-user cap bounds; ids are decimal strings (BIGINT is unsafe in JS).
+ */
+export class InboxStore {
+  constructor(private readonly pool: Pool) {}
+
+  /** Insert-if-absent for a batch; returns each fact's item id (hex fact hash → id), new or already there. */
+  async insert(items: readonly NewInboxItem[]): Promise<Map<string, string>> {
+    if (items.length === 0) return new Map();
+    const hashes = items.map((i) => factHash(i.fact));
+    const values: unknown[] = [];
+    items.forEach((item, n) => values.push(hashes[n], item.appCode, item.userId, item.fact.sourceName, item.fact.sourceEventId, item.noticeKind, item.eventType, item.payload, item.createdAtMs, item.expireAtMs));
+    await retryOnDeadlock(() =>
+      this.pool.query(
+        `INSERT INTO ${TABLE} (fact_hash, app_code, user_id, source_name, source_event_id, notice_kind, event_type, payload, created_at_ms, expire_at_ms) VALUES ${items.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')} ON DUPLICATE KEY UPDATE id = id`,
+        values,
+      ),
+    );
+    const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT id, fact_hash FROM ${TABLE} WHERE fact_hash IN (${placeholders(hashes.length)})`, hashes);
+    return new Map(rows.map((r) => [(r.fact_hash as Buffer).toString('hex'), String(r.id)]));
+  }
+
+  /** Newest first, strictly below `beforeId` (the previous page's last id): keyset, never OFFSET. */
+  async list(owner: InboxOwner, filter: ListFilter, beforeId: string | null, limit: number): Promise<InboxItem[]> {
+    const where = ['app_code = ?', 'user_id = ?'];
+    const params: unknown[] = [owner.appCode, owner.userId];
+    if (filter.archived === 'exclude') where.push('is_archived = 0');
+    if (filter.archived === 'only') where.push('is_archived = 1');
+    if (filter.read === 'unread') where.push('is_read = 0');
+    if (filter.read === 'read') where.push('is_read = 1');
+    if (filter.kinds.length > 0) {
+      where.push(`notice_kind IN (${placeholders(filter.kinds.length)})`);
+      params.push(...filter.kinds);
+    }
+    if (beforeId !== null) {
+      where.push('id < ?');
+      params.push(beforeId);
+    }
+    // The index that matches the filter; with one user holding most rows the optimizer otherwise walked PRIMARY.
+    const index = filter.kinds.length > 0 ? 'idx_nii_kind' : filter.read === 'unread' ? 'idx_nii_unread' : filter.archived === 'include' ? 'idx_nii_user' : 'idx_nii_list';
+    const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT ${COLUMNS} FROM ${TABLE} FORCE INDEX (${index}) WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`, [...params, limit]);
+    return rows.map(toItem);
+  }
+
+  /**
+   * Unread items, counted up to `cap` (a badge shows "99+"): one bounded read of at most cap + 1 index entries.
+   * `byKind` counts the same rows, so it is exact unless `capped`.
+   */
+  async unreadCount(owner: InboxOwner, kinds: readonly string[], cap: number): Promise<UnreadCount> {
+    const kindFilter = kinds.length > 0 ? ` AND notice_kind IN (${placeholders(kinds.length)})` : '';
+    const [rows] = await this.pool.query<RowDataPacket[]>(
+      `SELECT notice_kind, COUNT(*) AS n FROM (SELECT notice_kind FROM ${TABLE} FORCE INDEX (idx_nii_unread) WHERE app_code = ? AND user_id = ? AND is_read = 0${kindFilter} ORDER BY id DESC LIMIT ?) AS newest GROUP BY notice_kind`,
+      [owner.appCode, owner.userId, ...kinds, cap + 1],
+    );
+    const byKind: Record<string, number> = {};
+    let total = 0;
+    for (const r of rows) {
+      byKind[r.notice_kind] = Number(r.n);
+      total += Number(r.n);
+    }
+    return { count: Math.min(total, cap), capped: total > cap, byKind };
+  }
+
+  /** Of these ids, the ones that are this owner's items (someone else's look exactly like missing ones). */
+  async ownedIds(owner: InboxOwner, ids: readonly string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT id FROM ${TABLE} WHERE app_code = ? AND user_id = ? AND id IN (${placeholders(ids.length)})`, [owner.appCode, owner.userId, ...ids]);
+    return new Set(rows.map((r) => String(r.id)));
+  }
+
+  markRead(owner: InboxOwner, ids: readonly string[], nowMs: number): Promise<number> {
+    return this.update(owner, ids, 'is_read = 1, read_at_ms = ?', [nowMs], 'is_read = 0');
+  }
+
+  /** Unread again; also takes it out of the archive (an archived item is always read). */
+  markUnread(owner: InboxOwner, ids: readonly string[]): Promise<number> {
+    return this.update(owner, ids, 'is_read = 0, read_at_ms = NULL, is_archived = 0, archived_at_ms = NULL', [], 'is_read = 1');
+  }
+
+  /** Archived items are read: the invariant that keeps the unread index free of archived rows. */
+  archive(owner: InboxOwner, ids: readonly string[], nowMs: number): Promise<number> {
+    return this.update(owner, ids, 'is_archived = 1, archived_at_ms = ?, is_read = 1, read_at_ms = COALESCE(read_at_ms, ?)', [nowMs, nowMs], 'is_archived = 0');
+  }
+
+  unarchive(owner: InboxOwner, ids: readonly string[]): Promise<number> {
+    return this.update(owner, ids, 'is_archived = 0, archived_at_ms = NULL', [], 'is_archived = 1');
+  }
+
+  async delete(owner: InboxOwner, ids: readonly string[]): Promise<number> {
+    if (ids.length === 0) return 0;
+    const [result] = await retryOnDeadlock(() => this.pool.query<ResultSetHeader>(`DELETE FROM ${TABLE} WHERE app_code = ? AND user_id = ? AND id IN (${placeholders(ids.length)})`, [owner.appCode, owner.userId, ...ids]));
+    return result.affectedRows;
+  }
+
+  /**
+   * Every unread item up to `upToId` (what the client has seen, so an item arriving meanwhile stays unread), in
+   * chunks so no statement locks more than `chunk` rows.
+   */
+  async markAllRead(owner: InboxOwner, upToId: string | null, kinds: readonly string[], nowMs: number, chunk = 1000): Promise<number> {
+    const kindFilter = kinds.length > 0 ? ` AND notice_kind IN (${placeholders(kinds.length)})` : '';
+    const bound = upToId === null ? '' : ' AND id <= ?';
+    let total = 0;
+    for (;;) {
+      const [result] = await retryOnDeadlock(() =>
+        this.pool.query<ResultSetHeader>(
+          `UPDATE ${TABLE} SET is_read = 1, read_at_ms = ? WHERE app_code = ? AND user_id = ? AND is_read = 0${bound}${kindFilter} ORDER BY id LIMIT ?`,
+          [nowMs, owner.appCode, owner.userId, ...(upToId === null ? [] : [upToId]), ...kinds, chunk],
+        ),
+      );
+      total += result.affectedRows;
+      if (result.affectedRows < chunk) return total;
+    }
+  }
+
+  /** Items past their retention, oldest expiry first, at most `limit`. */
+  async deleteExpired(nowMs: number, limit: number): Promise<number> {
+    const [result] = await retryOnDeadlock(() => this.pool.query<ResultSetHeader>(`DELETE FROM ${TABLE} WHERE expire_at_ms < ? ORDER BY expire_at_ms LIMIT ?`, [nowMs, limit]));
+    return result.affectedRows;
+  }
+
+  /** A user's items beyond their newest `keep`, at most `limit` per call (the oldest first). */
+  async deleteBeyondCap(owner: InboxOwner, keep: number, limit: number): Promise<number> {
+    const [nth] = await this.pool.query<RowDataPacket[]>(`SELECT id FROM ${TABLE} FORCE INDEX (idx_nii_user) WHERE app_code = ? AND user_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?`, [owner.appCode, owner.userId, keep]);
+    if (nth.length === 0) return 0;
+    const [result] = await retryOnDeadlock(() =>
+      this.pool.query<ResultSetHeader>(`DELETE FROM ${TABLE} WHERE app_code = ? AND user_id = ? AND id <= ? ORDER BY id LIMIT ?`, [owner.appCode, owner.userId, nth[0]!.id, limit]),
+    );
+    return result.affectedRows;
+  }
+
+  private async update(owner: InboxOwner, ids: readonly string[], assignments: string, params: unknown[], unlessAlready: string): Promise<number> {
+    if (ids.length === 0) return 0;
+    const [result] = await retryOnDeadlock(() =>
+      this.pool.query<ResultSetHeader>(`UPDATE ${TABLE} SET ${assignments} WHERE app_code = ? AND user_id = ? AND id IN (${placeholders(ids.length)}) AND ${unlessAlready}`, [...params, owner.appCode, owner.userId, ...ids]),
+    );
+    return result.affectedRows;
+  }
+}

@@ -1,0 +1,75 @@
+import type { Pool } from 'mysql2/promise';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { prioritisedKinds, type NoticeConfig } from '../config/schema.ts';
+import { CHANNEL_INBOX, CHANNEL_TENCENT_IM_C2C, type LedgerRow } from '../ledger/types.ts';
+import type { NoticeMetrics } from '../observability/metrics.ts';
+import type { DeliveryChannel } from './types.ts';
+
+/** What a channel is built from in a deliver process. */
+export interface ChannelContext {
+  config: NoticeConfig;
+  pool: Pool;
+  redis: Redis;
+  /** The newer version of a supersedable notice in the ledger (BatchedLedger.newerVersion). */
+  newerVersion(row: LedgerRow): Promise<string | null>;
+  logger: Logger;
+  metrics?: NoticeMetrics;
+}
+
+/** One delivery channel's module: its config, its queues, and how its sender is built. */
+export interface ChannelModule {
+  name: string;
+  /** The YAML block that configures it. */
+  configKey: string;
+  /** The notice kinds it takes (`*` = every kind; empty = unused). */
+  kinds(config: NoticeConfig): readonly string[];
+  /** Kinds with a BullMQ queue of their own in this channel (the rest share one). */
+  ownQueueKinds(config: NoticeConfig): readonly string[];
+  /** Concurrent deliveries per deliver process. */
+  concurrency(config: NoticeConfig): number;
+  /** Why this config gives the channel no sender (so routed notices would never go), or null. */
+  senderProblem(config: NoticeConfig): string | null;
+  create(ctx: ChannelContext): Promise<DeliveryChannel>;
+}
+
+/**
+ * Every delivery channel, in one list. A new channel is a folder under src/channels/ and one line here (plus its
+ * YAML block); sources, the cursor, the ledger and the reconciler do not change.
+ */
+export const CHANNEL_MODULES: readonly ChannelModule[] = [
+  {
+    name: CHANNEL_TENCENT_IM_C2C,
+    configKey: 'tencent_im',
+    kinds: (config) => config.tencent_im.kinds,
+    ownQueueKinds: (config) => prioritisedKinds(config),
+    concurrency: (config) => config.deliver.concurrency,
+    senderProblem: (config) => (config.tencent_im.enabled ? null : 'tencent_im.enabled is false, so every notice would be dropped. Enable it (or point tencent_im.base_url at fake-im), or route no kinds to it (tencent_im.kinds: [])'),
+    create: async (ctx) => (await import('./tencent-im-c2c/create.ts')).createTencentImC2C(ctx),
+  },
+  {
+    name: CHANNEL_INBOX,
+    configKey: 'inbox',
+    kinds: (config) => (config.inbox.enabled ? config.inbox.kinds : []),
+    ownQueueKinds: () => [],
+    concurrency: (config) => config.inbox.concurrency,
+    senderProblem: () => null,
+    create: async (ctx) => (await import('./inbox/channel.ts')).inboxChannel(ctx),
+  },
+];
+
+export const CHANNEL_NAMES: readonly string[] = CHANNEL_MODULES.map((m) => m.name);
+
+export function channelModule(name: string): ChannelModule | undefined {
+  return CHANNEL_MODULES.find((m) => m.name === name);
+}
+
+/** Channel → the kinds it takes, for routing. */
+export function channelKinds(config: NoticeConfig): Map<string, readonly string[]> {
+  return new Map(CHANNEL_MODULES.map((m) => [m.name, m.kinds(config)]));
+}
+
+/** The queues of every registered channel (a channel no kind routes to still has its queue, so its rows can drain). */
+export function channelQueueSpecs(config: NoticeConfig): Array<{ channel: string; ownQueueKinds: readonly string[] }> {
+  return CHANNEL_MODULES.map((m) => ({ channel: m.name, ownQueueKinds: m.ownQueueKinds(config) }));
+}

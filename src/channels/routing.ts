@@ -1,0 +1,56 @@
+import type { NoticeConfig } from '../config/schema.ts';
+import { CHANNEL_NAMES, channelKinds } from './registry.ts';
+
+/** Which channels a fact of this type and kind goes to, in the registry's order; none means it is not delivered. */
+export type ChannelRoutes = (eventType: string, noticeKind: string) => readonly string[];
+
+export interface RoutingTable {
+  /** Channel → the kinds it takes (`*` for every kind). */
+  kinds: ReadonlyMap<string, readonly string[]>;
+  /** Event type → its channels, overriding the kinds. */
+  overrides: Readonly<Record<string, readonly string[]>>;
+}
+
+/** The routing decision, pure: an event type's override wins, else every channel whose kinds include the kind. */
+export function routeFact(table: RoutingTable, eventType: string, noticeKind: string): readonly string[] {
+  const override = Object.hasOwn(table.overrides, eventType) ? table.overrides[eventType] : undefined;
+  if (override) return override;
+  const routed: string[] = [];
+  for (const [channel, kinds] of table.kinds) if (kinds.includes('*') || kinds.includes(noticeKind)) routed.push(channel);
+  return routed;
+}
+
+export function routingTable(config: NoticeConfig): RoutingTable {
+  return { kinds: channelKinds(config), overrides: config.channel_overrides };
+}
+
+export function channelRoutes(config: NoticeConfig): ChannelRoutes {
+  const table = routingTable(config);
+  const memo = new Map<string, readonly string[]>();
+  return (eventType, noticeKind) => {
+    const key = `${eventType}\u0000${noticeKind}`;
+    let routed = memo.get(key);
+    if (!routed) memo.set(key, (routed = routeFact(table, eventType, noticeKind)));
+    return routed;
+  };
+}
+
+/** Config mistakes in the routing: an override naming a channel that does not exist. */
+export function routingProblems(config: NoticeConfig): string[] {
+  const problems: string[] = [];
+  for (const [eventType, channels] of Object.entries(config.channel_overrides)) {
+    for (const channel of channels) {
+      if (!CHANNEL_NAMES.includes(channel)) problems.push(`channel_overrides.${eventType}: unknown channel "${channel}" (channels: ${CHANNEL_NAMES.join(', ')})`);
+    }
+  }
+  return problems;
+}
+
+/** Every channel some kind or override routes to: the channels whose queues exist and whose senders must. */
+export function routedChannels(config: NoticeConfig): string[] {
+  const table = routingTable(config);
+  const used = new Set<string>();
+  for (const [channel, kinds] of table.kinds) if (kinds.length > 0) used.add(channel);
+  for (const channels of Object.values(table.overrides)) for (const c of channels) used.add(c);
+  return CHANNEL_NAMES.filter((c) => used.has(c));
+}

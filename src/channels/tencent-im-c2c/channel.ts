@@ -1,0 +1,71 @@
+import { CHANNEL_TENCENT_IM_C2C, formatKey, type LedgerRow } from '../../ledger/types.ts';
+import type { NoticeMetrics } from '../../observability/metrics.ts';
+import type { TencentImSender } from '../../tencent-im/client.ts';
+import type { ChannelOutcome, DeliveryChannel, SendContext } from '../types.ts';
+import type { SendPacer } from './send-pacer.ts';
+
+export { CHANNEL_TENCENT_IM_C2C };
+
+export interface TencentImC2CDeps {
+  sender: TencentImSender;
+  /** The app-wide send rate (SendPacer): waits for this send's slot, and backs every process off on over-frequency. */
+  pacer: Pick<SendPacer, 'acquire' | 'overFrequency'>;
+  /** The newer version of a supersedable notice that is sent or on its way (BatchedLedger.newerVersion). */
+  newerVersion(row: LedgerRow): Promise<string | null>;
+  /** Event types whose notice is finished without a send when a newer version is already in the ledger. */
+  skipsSuperseded(eventType: string): boolean;
+  /** How far ahead of its commit time a notice of this kind queues for the quota (deliver.priority). */
+  priorityLeadMs(noticeKind: string): number;
+  /** The longest one send can take (the HTTP timeout): a send must end within the ledger lock it holds. */
+  sendTimeoutMs: number;
+  metrics?: NoticeMetrics;
+  now?: () => number;
+}
+
+/**
+ * Tencent IM C2C: a TIMCustomElem message per notice, within the app's sendmsg quota. Obsolete balances are finished
+ * without a request; the quota is handed out oldest-first (with each kind's priority lead) across deliver processes.
+ */
+export function tencentImC2CChannel(deps: TencentImC2CDeps): DeliveryChannel {
+  const now = deps.now ?? Date.now;
+  return {
+    name: CHANNEL_TENCENT_IM_C2C,
+
+    async send(row: LedgerRow, ctx: SendContext): Promise<ChannelOutcome> {
+      // Obsolete already (a newer balance of the same asset is sent or on its way): finish it without spending quota.
+      // Checked when its turn comes, never waited for: a notice with nothing newer goes at once.
+      if (row.supersedeKey && deps.skipsSuperseded(row.eventType)) {
+        const newer = await deps.newerVersion(row);
+        if (newer !== null) return { kind: 'superseded', newerEventId: newer };
+      }
+      // The slot comes after the claim, so nothing with a variable delay (a statement) stands between slot and send.
+      // The send needs the HTTP timeout's worth of lock, or half of what the claim left when lock_ttl is shorter than
+      // that (a short lock was already the operator's choice before any wait); the slot must come before that.
+      const slotAskedMs = now();
+      const lockUntil = ctx.lockUntilMs;
+      const lockNeededMs = lockUntil === null ? 0 : Math.min(deps.sendTimeoutMs, (lockUntil - slotAskedMs) / 2);
+      // Slots go to the oldest waiting events first, across deliver processes (SendPacer.acquire). A kind's priority
+      // lead makes it older than it is, so it goes before other kinds' notices up to that much older.
+      const age = (row.sourceCreatedAtMs ?? row.createdAtMs) - deps.priorityLeadMs(row.noticeKind);
+      const slot = await deps.pacer.acquire(lockUntil === null ? Infinity : lockUntil - lockNeededMs - slotAskedMs, age);
+      if (!slot.sent || (lockUntil !== null && now() + lockNeededMs > lockUntil)) {
+        // More senders than slots within the lock (a low rate, a short lock_ttl), or the process stalled: another
+        // worker may claim the row once the lock ends, so do not send; it comes back about when slots have room.
+        const at = now();
+        return { kind: 'not_now', code: 'SEND_SLOT_WAIT', message: 'no send slot within the ledger lock', retryAtMs: at + (slot.sent ? 50 : slot.retryInMs) };
+      }
+      deps.metrics?.sendSlotWait.observe((now() - slotAskedMs) / 1000);
+      const sent = await deps.sender.sendC2C({ toAccount: row.userId, ext: row.noticeKind, data: row.payload ?? '', dedupSeed: formatKey(row) });
+      return sent.kind === 'delivered' ? { kind: 'delivered', ref: sent.msgKey, latencyMs: sent.latencyMs } : sent;
+    },
+
+    async onRateLimited(): Promise<number> {
+      // Over-frequency is the provider's whole-app limit: every sender slows a little (the pacer's shared pace).
+      const pace = await deps.pacer.overFrequency();
+      deps.metrics?.sendPace.set(pace);
+      return pace;
+    },
+
+    close: () => deps.sender.close(),
+  };
+}
