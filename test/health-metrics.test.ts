@@ -53,12 +53,12 @@ describe('health and metrics', () => {
     expect(metrics).toContain('notice_ingest_events_total{source="wallet_outbox",event_type="WalletBalanceChanged",result="ingested"} 3');
     expect(metrics).toContain('notice_ingest_events_total{source="wallet_outbox",event_type="WalletBalanceChanged",result="malformed"} 1');
     expect(metrics).toContain('notice_ingest_events_total{source="wallet_outbox",event_type="other",result="skipped"} 1');
-    expect(metrics).toContain('notice_deliveries_total{source="wallet_outbox",notice_kind="wallet_notice",outcome="delivered",error_code=""} 2');
-    expect(metrics).toContain('notice_deliveries_total{source="wallet_outbox",notice_kind="wallet_notice",outcome="failed",error_code="90012"} 1');
-    expect(metrics).toContain('notice_deliveries_total{source="wallet_outbox",notice_kind="wallet_notice",outcome="retryable",error_code="70500"} 1');
-    expect(metrics).toContain('notice_delivery_retries_total{source="wallet_outbox"} 1');
-    expect(metrics).toMatch(/notice_send_latency_seconds_count\{outcome="delivered"\} 2/);
-    expect(metrics).toMatch(/notice_end_to_end_latency_seconds_count\{source="wallet_outbox"\} 2/);
+    expect(metrics).toContain('notice_deliveries_total{source="wallet_outbox",channel="tencent_im_c2c",notice_kind="wallet_notice",outcome="delivered",error_code=""} 2');
+    expect(metrics).toContain('notice_deliveries_total{source="wallet_outbox",channel="tencent_im_c2c",notice_kind="wallet_notice",outcome="failed",error_code="90012"} 1');
+    expect(metrics).toContain('notice_deliveries_total{source="wallet_outbox",channel="tencent_im_c2c",notice_kind="wallet_notice",outcome="retryable",error_code="70500"} 1');
+    expect(metrics).toContain('notice_delivery_retries_total{source="wallet_outbox",channel="tencent_im_c2c"} 1');
+    expect(metrics).toMatch(/notice_send_latency_seconds_count\{channel="tencent_im_c2c",outcome="delivered"\} 2/);
+    expect(metrics).toMatch(/notice_end_to_end_latency_seconds_count\{source="wallet_outbox",channel="tencent_im_c2c"\} 2/);
     // Three first sends and the 70500 one's retry each waited for a rate slot.
     expect(metrics).toMatch(/notice_send_slot_wait_seconds_count 4/);
     expect(metrics).toContain('notice_ingest_rows_behind{source="wallet_outbox"} 0');

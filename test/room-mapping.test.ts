@@ -11,7 +11,7 @@ describe('room MQ message mapping', () => {
     const parsed = parseRoomMqMessage(body(kick), 5);
     expect(parsed.kind).toBe('fact');
     if (parsed.kind !== 'fact') return;
-    expect(parsed.fact.key).toEqual({ sourceName: 'room_outbox', appCode: 'lalu', sourceEventId: 'rev_1', channel: 'tencent_im_c2c' });
+    expect(parsed.fact.key).toEqual({ sourceName: 'room_outbox', appCode: 'lalu', sourceEventId: 'rev_1' });
     expect(parsed.fact.sourceCreatedAtMs).toBe(1800000000000);
     expect(parsed.fact.mapped).toEqual({
       kind: 'notice', eventType: 'RoomUserKicked', userId: '42', noticeKind: 'room_notice',
