@@ -48,7 +48,7 @@ describe('the inbox channel', () => {
     // Force the ledger row back to pending and enqueue again, as a crash between insert and record would leave it.
     await env.notice.query("UPDATE notice_delivery_events SET status = 'failed' WHERE channel = 'inbox'");
     const ledger = new LedgerRepository(env.notice);
-    const row = (await ledger.get({ sourceName: 'wallet_outbox', appCode: 'lalu', sourceEventId: vipActivated(1).event_id, channel: 'inbox' }))!;
+    const row = (await ledger.get({ sourceName: 'wallet_outbox', appCode: 'lalu', sourceEventId: vipActivated(1).event_id!, channel: 'inbox' }))!;
     expect(row.status).toBe('failed');
     expect((await requeueFailed(ledger, proc.queues, [row], () => 3)).requeued).toHaveLength(1);
     await waitFor(() => rowsByChannel(env!), (r) => r.join() === 'inbox:delivered:1,tencent_im_c2c:delivered:1', 15_000, 'inbox redelivered');
