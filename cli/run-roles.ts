@@ -71,7 +71,14 @@ export async function buildProcess(config: NoticeConfig, roleNames: readonly Rol
     metrics.ready.set((await readiness()).ready ? 1 : 0);
   });
   if (deliver) metrics.sendRateLimit.set(config.tencent_im.rate_limit_per_second);
-  const health = new HealthServer({ host: config.health.host, httpPort: config.health.http_port, grpcPort: config.health.grpc_port, metrics, readiness, logger });
+  // The inbox API is stateless over MySQL, so every process with the gRPC port serves it.
+  const grpcServices = config.inbox.api_enabled
+    ? async (server: import('@grpc/grpc-js').Server) => {
+        const [{ addInboxService }, { InboxStore }] = await Promise.all([import('../src/channels/inbox/api/inbox-service.ts'), import('../src/channels/inbox/store.ts')]);
+        await addInboxService(server, new InboxStore(pool), config.inbox, logger);
+      }
+    : undefined;
+  const health = new HealthServer({ host: config.health.host, httpPort: config.health.http_port, grpcPort: config.health.grpc_port, metrics, readiness, logger, grpcServices });
 
   return {
     pool, queues, roles, ingest, deliver, dashboard, metrics, health, readiness,

@@ -20,6 +20,8 @@ export interface HealthServerOptions {
   logger: Logger;
   /** How often the gRPC serving status is re-evaluated. */
   refreshMs?: number;
+  /** Other services on the same gRPC port (the inbox API). */
+  grpcServices?: (server: grpc.Server) => Promise<void>;
 }
 
 /**
@@ -54,6 +56,7 @@ export class HealthServer {
       this.health = new HealthImplementation({ '': 'NOT_SERVING' });
       const server = new grpc.Server();
       this.health.addToServer(server);
+      await this.options.grpcServices?.(server);
       this.grpcPort = await new Promise<number>((resolve, reject) =>
         server.bindAsync(`${this.options.host ?? '0.0.0.0'}:${grpcPort}`, grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port))),
       );

@@ -4,7 +4,7 @@ import { pino, type Logger } from 'pino';
  * Every key that can hold a credential is censored by pino itself, wherever it appears in a log object, so a
  * secret cannot reach the logs by being attached to some context object later.
  */
-export const SECRET_KEYS = ['secret_key', 'secretKey', 'usersig', 'userSig', 'access_key', 'accessKey', 'password', 'authorization'];
+export const SECRET_KEYS = ['secret_key', 'secretKey', 'page_token_secret', 'usersig', 'userSig', 'access_key', 'accessKey', 'password', 'authorization'];
 
 const redactPaths = SECRET_KEYS.flatMap((key) => [key, `*.${key}`, `*.*.${key}`, `*.*.*.${key}`]);
 

@@ -1,0 +1,112 @@
+import { fileURLToPath } from 'node:url';
+import type * as grpc from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import type { InboxConfig } from '../../../config/schema.ts';
+import { describeError } from '../../../platform/errors.ts';
+import type { InboxItem, InboxOwner, InboxStore, UnreadCount } from '../store.ts';
+import { decodePageToken, encodePageToken } from './page-token.ts';
+import { filterOf, idsOf, InvalidRequest, kindsOf, ownerOf, pageSizeOf } from './requests.ts';
+
+export const INBOX_PROTO = fileURLToPath(new URL('../../../../proto/notice/inbox/v1/inbox.proto', import.meta.url));
+
+class NotFound extends Error {}
+
+const timestamp = (ms: number | null) => (ms === null ? null : { seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1_000_000 });
+
+function toNotification(item: InboxItem) {
+  return {
+    id: item.id, kind: item.noticeKind, event_type: item.eventType, data_json: item.payload, read: item.read, archived: item.archived,
+    create_time: timestamp(item.createdAtMs), read_time: timestamp(item.readAtMs), archive_time: timestamp(item.archivedAtMs),
+  };
+}
+
+const toUnread = (u: UnreadCount) => ({ count: u.count, capped: u.capped, by_kind: u.byKind });
+
+/** notice.inbox.v1.InboxService over the store: validation, ownership, paging; the SQL is InboxStore's. */
+export function inboxHandlers(store: InboxStore, config: InboxConfig, logger: Logger, now: () => number = Date.now) {
+  const unread = (owner: InboxOwner, kinds: readonly string[] = []) => store.unreadCount(owner, kinds, config.unread_count_cap).then(toUnread);
+
+  /** Every id must be the caller's: someone else's looks exactly like a missing one (NOT_FOUND), and nothing changes. */
+  async function ownIds(owner: InboxOwner, raw: unknown): Promise<string[]> {
+    const ids = idsOf(raw);
+    const owned = await store.ownedIds(owner, ids);
+    const missing = ids.filter((id) => !owned.has(id));
+    if (missing.length > 0) throw new NotFound(`no such notification for this caller: ${missing.slice(0, 10).join(', ')}${missing.length > 10 ? ', …' : ''}`);
+    return ids;
+  }
+
+  const handlers = {
+    async ListNotifications(req: any) {
+      const owner = ownerOf(req.caller);
+      const filter = filterOf(req);
+      const pageSize = pageSizeOf(req.page_size);
+      let beforeId: string | null = null;
+      if (req.page_token) {
+        const decoded = decodePageToken(config.page_token_secret, owner, filter, req.page_token);
+        if (!decoded.ok) throw new InvalidRequest(decoded.reason);
+        beforeId = decoded.lastId;
+      }
+      const items = await store.list(owner, filter, beforeId, pageSize + 1);
+      const page = items.slice(0, pageSize);
+      const next = items.length > pageSize ? encodePageToken(config.page_token_secret, owner, filter, page[page.length - 1]!.id) : '';
+      return { notifications: page.map(toNotification), next_page_token: next, unread: await unread(owner) };
+    },
+    async GetUnreadCount(req: any) {
+      const owner = ownerOf(req.caller);
+      return { unread: await unread(owner, kindsOf(req.kinds)) };
+    },
+    async MarkNotificationsRead(req: any) {
+      const owner = ownerOf(req.caller);
+      const n = await store.markRead(owner, await ownIds(owner, req.ids), now());
+      return { updated_count: n, unread: await unread(owner) };
+    },
+    async MarkNotificationsUnread(req: any) {
+      const owner = ownerOf(req.caller);
+      const n = await store.markUnread(owner, await ownIds(owner, req.ids));
+      return { updated_count: n, unread: await unread(owner) };
+    },
+    async MarkAllNotificationsRead(req: any) {
+      const owner = ownerOf(req.caller);
+      const upTo = req.up_to_id ? idsOf([req.up_to_id])[0]! : null;
+      const n = await store.markAllRead(owner, upTo, kindsOf(req.kinds), now());
+      return { updated_count: n, unread: await unread(owner) };
+    },
+    async ArchiveNotifications(req: any) {
+      const owner = ownerOf(req.caller);
+      const n = await store.archive(owner, await ownIds(owner, req.ids), now());
+      return { updated_count: n, unread: await unread(owner) };
+    },
+    async UnarchiveNotifications(req: any) {
+      const owner = ownerOf(req.caller);
+      const n = await store.unarchive(owner, await ownIds(owner, req.ids));
+      return { updated_count: n, unread: await unread(owner) };
+    },
+    async DeleteNotifications(req: any) {
+      const owner = ownerOf(req.caller);
+      const n = await store.delete(owner, await ownIds(owner, req.ids));
+      return { updated_count: n, unread: await unread(owner) };
+    },
+  };
+  return handlers;
+}
+
+/** Adds InboxService to a gRPC server (the health server's, on health.grpc_port). */
+export async function addInboxService(server: grpc.Server, store: InboxStore, config: InboxConfig, logger: Logger): Promise<void> {
+  const grpcJs = await import('@grpc/grpc-js');
+  const protoLoader = await import('@grpc/proto-loader');
+  const definition = await protoLoader.load(INBOX_PROTO, { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
+  const pkg = grpcJs.loadPackageDefinition(definition) as any;
+  const handlers = inboxHandlers(store, config, logger);
+  const unary = Object.fromEntries(Object.entries(handlers).map(([name, handler]) => [name, (call: grpc.ServerUnaryCall<any, any>, callback: grpc.sendUnaryData<any>) => {
+    handler(call.request).then(
+      (res) => callback(null, res),
+      (err) => {
+        if (err instanceof InvalidRequest) return callback({ code: grpcJs.status.INVALID_ARGUMENT, details: err.message });
+        if (err instanceof NotFound) return callback({ code: grpcJs.status.NOT_FOUND, details: err.message });
+        logger.warn({ method: name, err: describeError(err) }, 'inbox API call failed');
+        callback({ code: grpcJs.status.UNAVAILABLE, details: 'the inbox is unavailable; retry' });
+      },
+    );
+  }]));
+  server.addService(pkg.notice.inbox.v1.InboxService.service, unary);
+}
