@@ -40,12 +40,13 @@ export class InboxSweeper {
       }
       const owners = [...this.pending.entries()].slice(0, MAX_USERS_PER_SWEEP);
       for (const [id, owner] of owners) {
-        this.pending.delete(id);
         for (;;) {
           const n = await this.store.deleteBeyondCap(owner, this.config.max_items_per_user, batch);
           capped += n;
           if (n < batch) break;
         }
+        // Only once its cap is enforced: a failed sweep keeps the user for the next one.
+        this.pending.delete(id);
         if (performance.now() > budgetEnds) break;
       }
     } catch (err) {

@@ -35,6 +35,13 @@ export function inboxHandlers(store: InboxStore, config: InboxConfig, logger: Lo
     return ids;
   }
 
+  /** A change by ids: the caller's own ids only, then the change, answered with the new unread count. */
+  const byIds = (change: (owner: InboxOwner, ids: string[]) => Promise<number>) => async (req: any) => {
+    const owner = ownerOf(req.caller);
+    const n = await change(owner, await ownIds(owner, req.ids));
+    return { updated_count: n, unread: await unread(owner) };
+  };
+
   const handlers = {
     async ListNotifications(req: any) {
       const owner = ownerOf(req.caller);
@@ -55,37 +62,17 @@ export function inboxHandlers(store: InboxStore, config: InboxConfig, logger: Lo
       const owner = ownerOf(req.caller);
       return { unread: await unread(owner, kindsOf(req.kinds)) };
     },
-    async MarkNotificationsRead(req: any) {
-      const owner = ownerOf(req.caller);
-      const n = await store.markRead(owner, await ownIds(owner, req.ids), now());
-      return { updated_count: n, unread: await unread(owner) };
-    },
-    async MarkNotificationsUnread(req: any) {
-      const owner = ownerOf(req.caller);
-      const n = await store.markUnread(owner, await ownIds(owner, req.ids));
-      return { updated_count: n, unread: await unread(owner) };
-    },
+    MarkNotificationsRead: byIds((owner, ids) => store.markRead(owner, ids, now())),
+    MarkNotificationsUnread: byIds((owner, ids) => store.markUnread(owner, ids)),
     async MarkAllNotificationsRead(req: any) {
       const owner = ownerOf(req.caller);
       const upTo = req.up_to_id ? idsOf([req.up_to_id])[0]! : null;
       const n = await store.markAllRead(owner, upTo, kindsOf(req.kinds), now());
       return { updated_count: n, unread: await unread(owner) };
     },
-    async ArchiveNotifications(req: any) {
-      const owner = ownerOf(req.caller);
-      const n = await store.archive(owner, await ownIds(owner, req.ids), now());
-      return { updated_count: n, unread: await unread(owner) };
-    },
-    async UnarchiveNotifications(req: any) {
-      const owner = ownerOf(req.caller);
-      const n = await store.unarchive(owner, await ownIds(owner, req.ids));
-      return { updated_count: n, unread: await unread(owner) };
-    },
-    async DeleteNotifications(req: any) {
-      const owner = ownerOf(req.caller);
-      const n = await store.delete(owner, await ownIds(owner, req.ids));
-      return { updated_count: n, unread: await unread(owner) };
-    },
+    ArchiveNotifications: byIds((owner, ids) => store.archive(owner, ids, now())),
+    UnarchiveNotifications: byIds((owner, ids) => store.unarchive(owner, ids)),
+    DeleteNotifications: byIds((owner, ids) => store.delete(owner, ids)),
   };
   return handlers;
 }
