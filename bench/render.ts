@@ -46,6 +46,12 @@ export function renderMarkdown(r: Record<string, any>): string {
     for (const p of r.sparse.points) out.push(`| ${p.step} | ${p.idle_poll_ms} | ${p.idle_poll_open_gaps_ms} | ${p.batch_poll_ms} |`);
     out.push('', `ratios step 7 / step 1: idle poll ${r.sparse.ratios.idle_poll}, idle poll with holes in grace ${r.sparse.ratios.idle_poll_open_gaps}, batch poll ${r.sparse.ratios.batch_poll}`, '');
   }
+  if (r.inbox) {
+    const i = r.inbox;
+    out.push(`**Inbox** (${i.items} items over ${i.users} users; ${i.heavyUsers} users with ${i.heavyItems}, ${i.cappedUsers} at ${i.cappedItems}; filled in ${i.fill_seconds} s; gRPC client, ms)`, '', '| call | samples | p50 | p99 |', '|---|---|---|---|');
+    for (const k of ['list_first_page', 'list_first_page_heavy_user', 'list_unread_heavy_user', 'list_page_50_heavy_user', 'unread_count', 'unread_count_heavy_user', 'mark_all_read_capped_user', 'mark_all_read_heavy_user']) out.push(`| ${k.replace(/_/g, ' ')} | ${i[k].samples} | ${i[k].p50_ms} | ${i[k].p99_ms} |`);
+    out.push('');
+  }
   if (r.footprint) out.push(`**Footprint**: Redis ${r.footprint.redis_bytes_per_waiting_job} bytes per waiting job; ingest peak RSS ${r.footprint.ingest_peak_rss_mb} MB.`, '');
   out.push(...targets(r));
   return out.join('\n');
@@ -76,6 +82,10 @@ function targets(r: Record<string, any>): string[] {
   }
   if (r.growth) {
     for (const k of ['idle_poll', 'batch_poll', 'reconciler_pass']) rows.push([`${k.replace('_', ' ')} at 2M within 1.5× of 10k`, `${r.growth.ratios[k]}×`, r.growth.ratios[k] <= 1.5]);
+  }
+  if (r.inbox) {
+    for (const k of ['list_first_page', 'list_first_page_heavy_user', 'unread_count', 'unread_count_heavy_user']) rows.push([`inbox ${k.replace(/_/g, ' ')} p99 ≤ 10 ms`, `${r.inbox[k].p99_ms} ms`, r.inbox[k].p99_ms <= 10]);
+    rows.push(['inbox mark-all-read on a capped user p99 ≤ 50 ms', `${r.inbox.mark_all_read_capped_user.p99_ms} ms`, r.inbox.mark_all_read_capped_user.p99_ms <= 50]);
   }
   if (r.sparse) {
     for (const k of ['idle_poll', 'batch_poll']) rows.push([`${k.replace('_', ' ')} at step 7 within 1.5× of step 1`, `${r.sparse.ratios[k]}×`, r.sparse.ratios[k] <= 1.5]);

@@ -1,10 +1,11 @@
 /**
  * `npm run bench`: real notice-service processes against the local MariaDB, a private redis-server and fake-im
  * (answering after 20 ms, like a regional API). Prints a markdown table and writes bench/report.{md,json}.
- * BENCH_SMOKE=1 runs every phase tiny (seconds) to keep the bench working in CI; BENCH_ONLY=a,b picks phases (capacity, baseline, latency, latency_limited, ratelimit, overload, recovery, growth, sparse, footprint);
+ * BENCH_SMOKE=1 runs every phase tiny (seconds) to keep the bench working in CI; BENCH_ONLY=a,b picks phases (capacity, baseline, latency, latency_limited, ratelimit, overload, recovery, growth, inbox, sparse, footprint);
  * BENCH_RUNS sets the repetitions whose median is reported.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { runInboxBench } from './inbox.ts';
 import { renderMarkdown } from './render.ts';
 import { join } from 'node:path';
 import { createWorld, PIPELINE, processUsage, type Counters, type World } from './world.ts';
@@ -353,6 +354,11 @@ if (want('recovery')) {
 if (want('growth')) {
   log('growth: poll and reconciler pass at 10k and at 2M rows');
   report.growth = await runGrowth(SMOKE ? [10_000, 50_000] : [10_000, 2_000_000], log);
+}
+
+if (want('inbox')) {
+  log('inbox: list, unread count and mark-all-read from a gRPC client over a large notice_inbox_items');
+  report.inbox = await runInboxBench(SMOKE ? { items: 20_000, users: 200, heavyUsers: 2, heavyItems: 3000, cappedUsers: 5, cappedItems: 1000 } : { items: 1_000_000, users: 10_000, heavyUsers: 5, heavyItems: 12_000, cappedUsers: 50, cappedItems: 1000 }, log);
 }
 
 if (want('sparse')) {

@@ -177,7 +177,7 @@ export const noticeDeliveryHistory = mysqlTable(
 export const noticeInboxItems = mysqlTable(
   'notice_inbox_items',
   {
-    id: bigint('id', { mode: 'number', unsigned: true }).autoincrement().primaryKey(),
+    id: bigint('id', { mode: 'number', unsigned: true }).autoincrement().notNull(),
     /** SHA-256 of the fact's ledger key without its channel: a repeated delivery of one fact is one item. */
     factHash: binary('fact_hash', { length: 32 }).notNull(),
     appCode: varbinary('app_code', { length: 128 }).notNull(),
@@ -198,8 +198,12 @@ export const noticeInboxItems = mysqlTable(
     expireAtMs: bigint('expire_at_ms', { mode: 'number' }),
   },
   (t) => [
+    // Clustered by user: one user's items share leaf pages, so a page, a count or mark-all reads a few pages
+    // instead of one page per item (ids interleave every user's arrivals). See docs/decisions/inbox-clustering.md.
+    primaryKey({ name: 'pk_nii', columns: [t.appCode, t.userId, t.id] }),
+    // InnoDB needs AUTO_INCREMENT to lead some index.
+    index('idx_nii_id').on(t.id),
     uniqueIndex('uk_nii_fact').on(t.factHash),
-    index('idx_nii_user').on(t.appCode, t.userId),
     index('idx_nii_list').on(t.appCode, t.userId, t.isArchived),
     index('idx_nii_unread').on(t.appCode, t.userId, t.isRead),
     index('idx_nii_kind').on(t.appCode, t.userId, t.noticeKind, t.isArchived),

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Pool } from 'mysql2/promise';
 import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { ledgerStatusCounts } from './helpers/outbox.ts';
-import { insertRoomRows, kick, mqBody, type RoomFactInput } from './helpers/room.ts';
+import { insertRoomRows, kick, mqBody, rocket } from './helpers/room.ts';
+import { insertActivityRows } from './helpers/activity.ts';
 import { startPipeline } from './helpers/pipeline.ts';
 import { FakeRocketMqProxy } from './helpers/fake-rocketmq-proxy.ts';
 import type { NoticeProcess } from '../cli/run-roles.ts';
@@ -17,15 +17,6 @@ afterEach(async () => {
   await env?.close();
   proc = mq = env = undefined;
 });
-
-interface ActivityRow { event_id: string; event_type: string; user_id: string | null; payload: unknown; created_at_ms?: number }
-
-async function insertActivityRows(db: Pool, database: string, rows: readonly ActivityRow[]): Promise<void> {
-  await db.query(
-    `INSERT INTO \`${database}\`.activity_outbox (app_code, event_id, event_type, user_id, payload, created_at_ms) VALUES ${rows.map(() => "('lalu', ?, ?, ?, ?, ?)").join(', ')}`,
-    rows.flatMap((r) => [r.event_id, r.event_type, r.user_id, typeof r.payload === 'string' ? r.payload : JSON.stringify(r.payload), r.created_at_ms ?? 1800000000000]),
-  );
-}
 
 const sent = (e: TestEnv) => e.fakeIm.messages().map((m) => ({ ...JSON.parse(m.data), _to: m.toAccount, _ext: m.ext, _dup: m.duplicate }));
 const ACTIVITY_ONLY = { wallet_notice_worker: { enabled: false }, activity_notice_worker: { enabled: true, poll_interval: '50ms', lock_ttl: '3s', gap_grace: '5s' } };
@@ -63,10 +54,6 @@ describe('activity notices (activity_outbox)', () => {
       ['aev_7', 'user_id is missing'],
     ]);
   });
-});
-
-const rocket = (n: number, payload: Record<string, unknown> = { reward_user_id: String(50000 + n), rocket_level: 3, rocket_id: `r${n}`, reward_items: [{ resource_id: 301, count: 1 }] }): Required<RoomFactInput> => ({
-  event_id: `rev_rocket_${n}`, event_type: 'RoomRocketRewardGranted', app_code: 'lalu', room_id: 'room_9', payload, created_at_ms: 1800000000000 + n,
 });
 
 describe('room rocket rewards', () => {

@@ -2,8 +2,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PoolConnection } from 'mysql2/promise';
 import { createTestEnv, type TestEnv } from '../helpers/env.ts';
-import { balanceChanged, insertWalletRows, type WalletRow } from '../helpers/outbox.ts';
-import { insertRoomRows, kick } from '../helpers/room.ts';
+import { balanceChanged, insertWalletRows, vipActivated, type WalletRow } from '../helpers/outbox.ts';
+import { insertRoomRows, kick, rocket } from '../helpers/room.ts';
+import { activityEvent, insertActivityRows } from '../helpers/activity.ts';
 import { PrivateRedis } from '../helpers/redis-server.ts';
 import { PrivateMariaDb } from '../helpers/mariadb-server.ts';
 import { spawnNotice, waitForOutput, type Spawned } from '../helpers/spawn.ts';
@@ -40,8 +41,12 @@ export interface Scenario {
   notImported?: string[];
   /** Run on a private MariaDB instance (for faults that restart the server) instead of the shared one. */
   privateMysql?: boolean;
-  /** Also commit a room kick this often (room outbox) until the writers and the injection are done. */
-  kickEveryMs?: number;
+  /**
+   * Besides the wallet stream, commit one fact of the other kinds this often (default 200 ms) until the writers and
+   * the injection are done, in turn: a room kick, a rocket reward, the three activity types, a VIP activation.
+   * These are the kinds the inbox takes, so every scenario exercises both channels.
+   */
+  sideEveryMs?: number;
 }
 
 export interface Harness {
@@ -56,21 +61,38 @@ export interface Harness {
   note(text: string): void;
 }
 
-export interface ScenarioResult {
-  scenario: string;
-  title: string;
-  written: number;
-  rolled_back: number;
+export interface ChannelCounts {
+  /** Ledger rows the routing owes this channel for the committed events. */
+  expected: number;
   delivered: number;
   failed: number;
   /** Finished unsent because a newer version of the same balance was delivered (checked: one was). */
   superseded: number;
-  /** Committed events whose ledger row is still not final when the drain ends. */
   stuck: number;
+  lost: number;
+}
+
+export interface ScenarioResult {
+  scenario: string;
+  title: string;
+  /** Committed facts (wallet stream plus the side stream of kicks, rewards, activity and VIP). */
+  written: number;
+  /** Of `written`, the facts of kinds the inbox takes. */
+  written_for_inbox: number;
+  rolled_back: number;
+  delivered: number;
+  failed: number;
+  superseded: number;
+  /** Committed (fact, channel) pairs whose ledger row is still not final when the drain ends. */
+  stuck: number;
+  by_channel: Record<string, ChannelCounts>;
+  /** A message or inbox item that reached someone other than the fact's user. */
+  misdirected: number;
   failed_by_code: Record<string, number>;
   fake_im_requests: number;
   duplicate_sends: number;
   user_visible_duplicates: number;
+  /** Committed (fact, channel) pairs with no ledger row, or marked delivered without reaching the channel. */
   lost: number;
   phantom: number;
   drain_seconds: number;
@@ -78,8 +100,12 @@ export interface ScenarioResult {
   secret_leaks: string[];
 }
 
+const SIDE_SOURCE = { enabled: true, poll_interval: '100ms', batch_size: 100, lock_ttl: '5s', max_retry_count: 12, gap_grace: '30s' };
 const BASE_CONFIG = {
   wallet_notice_worker: { poll_interval: '100ms', batch_size: 200, lock_ttl: '5s', max_retry_count: 12, gap_grace: '30s' },
+  room_notice_worker: SIDE_SOURCE,
+  activity_notice_worker: SIDE_SOURCE,
+  inbox: { enabled: true },
   deliver: { concurrency: 16, retry_base_delay: '200ms', retry_max_delay: '2s', job_lock_duration: '5s' },
   tencent_im: { request_timeout: '1s' },
   reconciler: { interval: '1s', pending_grace: '3s', batch_size: 500 },
@@ -99,6 +125,8 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   const injections: string[] = [];
   const procs: Harness['procs'] = [];
   let committed = 0;
+  /** event id → the user and kind it was written for: what each channel must deliver, and to whom. */
+  const intended = new Map<string, { user: string; kind: string }>();
   let rolledBack = 0;
   let writing = true;
 
@@ -133,6 +161,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     while (next < s.events) {
       const size = Math.min(1 + Math.floor(Math.random() * w.maxRowsPerTx), s.events - next);
       const rows = Array.from({ length: size }, () => w.row(++next));
+      for (const r of rows) intended.set(r.event_id!, { user: r.user_id!, kind: WALLET_KINDS[r.event_type] ?? 'wallet_notice' });
       try {
         if (!conn) {
           conn = await env.owner.getConnection();
@@ -164,24 +193,32 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     writing = false;
   });
   let injecting = true;
-  const kicker = async () => {
-    for (let k = 1; s.kickEveryMs && (writing || injecting); k++) {
-      await retry(() => insertRoomRows(env.owner, env.config.room_database, [{ ...kick(k), created_at_ms: Date.now() }]), 10).catch(() => undefined);
-      await sleep(s.kickEveryMs);
+  const sideStream = async () => {
+    for (let k = 1; writing || injecting; k++) {
+      const write = sideFact(k, env, intended);
+      // A write cut by a fault may have committed or not: the outbox is read back at the end.
+      await retry(write, 10).catch(() => undefined);
+      await sleep(s.sideEveryMs ?? 200);
     }
   };
   await Promise.all([writers, (async () => {
     await s.inject?.(h);
     injecting = false;
-  })(), kicker()]);
+  })(), sideStream()]);
   const writtenAt = Date.now();
   // What the owners committed is what the outbox holds (a commit cut by a server restart may have landed or not).
-  const [outboxRows] = await retry(() => env.owner.query<any[]>(`SELECT event_id FROM \`${env.config.wallet_database}\`.wallet_outbox`));
+  const [outboxRows] = await retry(() => env.owner.query<any[]>(`SELECT event_id, event_type, user_id FROM \`${env.config.wallet_database}\`.wallet_outbox`));
   const committedIds = new Set<string>(outboxRows.map((r) => r.event_id as string));
-  if (s.kickEveryMs) {
-    const [kicks] = await retry(() => env.owner.query<any[]>(`SELECT event_id FROM \`${env.config.room_database}\`.room_outbox`));
-    for (const r of kicks) committedIds.add(r.event_id as string);
+  // Rows a scenario's injection wrote itself (late commits) are known only from the outbox.
+  for (const r of outboxRows) if (!intended.has(r.event_id)) intended.set(r.event_id, { user: String(r.user_id), kind: WALLET_KINDS[r.event_type] ?? 'wallet_notice' });
+  for (const database of [env.config.room_database, env.config.activity_database]) {
+    const table = database === env.config.room_database ? 'room_outbox' : 'activity_outbox';
+    const [rows] = await retry(() => env.owner.query<any[]>(`SELECT event_id FROM \`${database}\`.${table}`));
+    for (const r of rows) committedIds.add(r.event_id as string);
   }
+  const inboxKinds = new Set(env.config.inbox.kinds);
+  const channelsOf = (id: string) => (inboxKinds.has(intended.get(id)!.kind) ? ['tencent_im_c2c', 'inbox'] : ['tencent_im_c2c']);
+  const expectedRows = [...committedIds].reduce((n, id) => n + channelsOf(id).length, 0);
 
   // Drain: every committed event reaches a final ledger state.
   let finalCount = 0;
@@ -189,35 +226,52 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   while (Date.now() < deadline) {
     const [rows] = await retry(() => env.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_delivery_events WHERE status IN ('delivered', 'failed', 'superseded')"));
     finalCount = Number(rows[0].n);
-    if (finalCount >= committedIds.size) break;
+    if (finalCount >= expectedRows) break;
     await sleep(250);
   }
   const drainSeconds = (Date.now() - writtenAt) / 1000;
 
-  const [ledger] = await retry(() => env.notice.query<any[]>('SELECT source_event_id, status, last_error_code FROM notice_delivery_events'));
+  const [ledger] = await retry(() => env.notice.query<any[]>('SELECT source_event_id, channel, status, last_error_code FROM notice_delivery_events'));
   // A superseded row is only right if a newer version of the same balance reached the user.
   const [unjustified] = await retry(() => env.notice.query<any[]>(
     `SELECT s.source_event_id FROM notice_delivery_events s WHERE s.status = 'superseded' AND NOT EXISTS (
        SELECT 1 FROM notice_delivery_events d WHERE d.supersede_key = s.supersede_key AND d.channel = s.channel AND d.supersede_version > s.supersede_version AND d.status = 'delivered')`));
   const unjustifiedIds = new Set(unjustified.map((r) => String(r.source_event_id)));
-  const ledgerById = new Map(ledger.map((r) => [r.source_event_id as string, r]));
+  const ledgerByKey = new Map(ledger.map((r) => [`${r.source_event_id}|${r.channel}`, r]));
+  // What reached users, per channel: fake-im's accepted messages, and the rows in the inbox table.
   const messages = env.fakeIm.messages();
-  const perEvent = new Map<string, number>();
+  const reached: Record<string, Map<string, string[]>> = { tencent_im_c2c: new Map(), inbox: new Map() };
   for (const m of messages) {
     if (m.duplicate) continue;
     const id = JSON.parse(m.data).event_id as string;
-    perEvent.set(id, (perEvent.get(id) ?? 0) + 1);
+    reached.tencent_im_c2c!.set(id, [...(reached.tencent_im_c2c!.get(id) ?? []), m.toAccount]);
   }
+  const [items] = await retry(() => env.notice.query<any[]>('SELECT source_event_id, user_id FROM notice_inbox_items'));
+  for (const it of items) reached.inbox!.set(it.source_event_id, [...(reached.inbox!.get(it.source_event_id) ?? []), it.user_id]);
+
   const failedByCode: Record<string, number> = {};
-  for (const r of ledger) if (r.status === 'failed') failedByCode[r.last_error_code] = (failedByCode[r.last_error_code] ?? 0) + 1;
-  let lost = 0;
-  let stuck = 0;
+  for (const r of ledger) if (r.status === 'failed') failedByCode[`${r.channel === 'inbox' ? 'inbox:' : ''}${r.last_error_code}`] = (failedByCode[`${r.channel === 'inbox' ? 'inbox:' : ''}${r.last_error_code}`] ?? 0) + 1;
+  const byChannel: Record<string, ChannelCounts> = {};
+  for (const channel of Object.keys(reached)) byChannel[channel] = { expected: 0, delivered: 0, failed: 0, superseded: 0, stuck: 0, lost: 0 };
+  let misdirected = 0;
   for (const id of committedIds) {
-    const row = ledgerById.get(id);
-    if (row && !['failed', 'delivered', 'superseded'].includes(row.status)) stuck++;
-    else if (!row || (row.status === 'delivered' && !perEvent.has(id)) || unjustifiedIds.has(id)) lost++;
+    for (const channel of channelsOf(id)) {
+      const counts = byChannel[channel]!;
+      counts.expected++;
+      const row = ledgerByKey.get(`${id}|${channel}`);
+      const got = reached[channel]!.get(id) ?? [];
+      if (row && !['failed', 'delivered', 'superseded'].includes(row.status)) counts.stuck++;
+      else if (!row || (row.status === 'delivered' && got.length === 0) || (channel === 'tencent_im_c2c' && unjustifiedIds.has(id))) counts.lost++;
+      else if (row.status === 'delivered') counts.delivered++;
+      else if (row.status === 'failed') counts.failed++;
+      else counts.superseded++;
+      misdirected += got.filter((user) => user !== intended.get(id)!.user).length;
+    }
   }
-  const phantom = [...perEvent.keys()].filter((id) => !committedIds.has(id)).length;
+  const lost = Object.values(byChannel).reduce((n, c) => n + c.lost, 0);
+  const stuck = Object.values(byChannel).reduce((n, c) => n + c.stuck, 0);
+  const phantom = Object.values(reached).reduce((n, m) => n + [...m.keys()].filter((id) => !committedIds.has(id)).length, 0);
+  const userVisibleDuplicates = Object.values(reached).reduce((n, m) => n + [...m.values()].filter((users) => users.length > 1).length, 0);
 
   for (const { proc } of procs) if (proc.child.exitCode === null) proc.child.kill('SIGTERM');
   // A process that does not stop on SIGTERM is a defect to report, not a reason to hang the suite.
@@ -234,18 +288,49 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   const secretLeaks = scanForSecrets(logs, env.config.tencent_im.secret_key);
 
   const result: ScenarioResult = {
-    scenario: s.name, title: s.title, written: committedIds.size, rolled_back: rolledBack + cut.filter((id) => !committedIds.has(id)).length,
+    scenario: s.name, title: s.title, written: committedIds.size,
+    written_for_inbox: [...committedIds].filter((id) => inboxKinds.has(intended.get(id)!.kind)).length,
+    rolled_back: rolledBack + cut.filter((id) => !committedIds.has(id)).length,
     delivered: ledger.filter((r) => r.status === 'delivered').length, failed: ledger.filter((r) => r.status === 'failed').length,
-    superseded: ledger.filter((r) => r.status === 'superseded').length, stuck,
+    superseded: ledger.filter((r) => r.status === 'superseded').length, stuck, by_channel: byChannel, misdirected,
     failed_by_code: failedByCode, fake_im_requests: env.fakeIm.getStats().requests,
     duplicate_sends: messages.filter((m) => m.duplicate).length,
-    user_visible_duplicates: [...perEvent.values()].filter((n) => n > 1).length,
+    user_visible_duplicates: userVisibleDuplicates,
     lost, phantom, drain_seconds: Math.round(drainSeconds * 10) / 10, injections, secret_leaks: secretLeaks,
   };
   await env.close();
   await redis.destroy();
   await mariadb?.destroy();
   return result;
+}
+
+const WALLET_KINDS: Record<string, string> = { WalletBalanceChanged: 'wallet_notice', VipActivated: 'vip_notice' };
+
+/** The k-th fact of the side stream, noted in `intended` before it is written. */
+function sideFact(k: number, env: TestEnv, intended: Map<string, { user: string; kind: string }>): () => Promise<void> {
+  const at = { created_at_ms: Date.now() };
+  switch (k % 6) {
+    case 0: {
+      const f = { ...kick(k), ...at };
+      intended.set(f.event_id, { user: (f.payload as any).target_user_id, kind: 'room_notice' });
+      return () => insertRoomRows(env.owner, env.config.room_database, [f]);
+    }
+    case 1: {
+      const f = { ...rocket(k), ...at };
+      intended.set(f.event_id, { user: (f.payload as any).reward_user_id, kind: 'room_notice' });
+      return () => insertRoomRows(env.owner, env.config.room_database, [f]);
+    }
+    case 5: {
+      const r = { ...vipActivated(k), ...at };
+      intended.set(r.event_id!, { user: r.user_id!, kind: 'vip_notice' });
+      return () => insertWalletRows(env.owner, env.config.wallet_database, [r]);
+    }
+    default: {
+      const r = { ...activityEvent(k), ...at };
+      intended.set(r.event_id, { user: r.user_id!, kind: 'activity_notice' });
+      return () => insertActivityRows(env.owner, env.config.activity_database, [r]);
+    }
+  }
 }
 
 /** No captured log line may hold the Tencent secret key or a UserSig (minted sigs are zlib+base64: "eJ…"). */

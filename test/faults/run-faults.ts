@@ -187,7 +187,7 @@ const scenarios: Scenario[] = [
  * nothing that is not superseded, send nothing twice, and every superseded balance must have a newer one delivered.
  */
 scenarios.push({
-  name: 'storm-kill', title: 'Gift storm at the 200/s quota (strict gateway), kicks every 250 ms, a deliver SIGKILLed every 1.5 s', events: n(4000), ingest: 1, deliver: 2,
+  name: 'storm-kill', title: 'Gift storm at the 200/s quota (strict gateway), kicks, rewards, activity and VIP every 250 ms, a deliver SIGKILLed every 1.5 s', events: n(4000), ingest: 1, deliver: 2,
   config: {
     tencent_im: { rate_limit_per_second: 200 },
     room_notice_worker: { enabled: true, poll_interval: '100ms', batch_size: 100, lock_ttl: '5s', max_retry_count: 12, gap_grace: '30s' },
@@ -196,7 +196,7 @@ scenarios.push({
   faults: { delay_ms: 15, rate_limit_per_second: 200, rate_limit_counts_rejected: true },
   // 400 users with about ten rising versions each: the latest of each is several seconds of quota.
   writer: { ratePerSecond: 1500, maxRowsPerTx: 10, row: (i) => ({ ...balanceChanged(i), event_id: `storm_${i}`, user_id: String(40000 + (i % 400)) }) },
-  kickEveryMs: 250,
+  sideEveryMs: 250,
   async inject(h) {
     // Kills go on past the burst, while the backlog drains at the quota.
     const until = Date.now() + 12_000;
@@ -234,11 +234,13 @@ for (const scenario of scenarios.filter((s) => !only || only.includes(s.name))) 
   process.stderr.write(`[faults] ${scenario.name}: done in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`);
 }
 
-const header = '| scenario | faults injected | written | rolled back / cut | delivered | superseded | failed (why) | requests | duplicate sends (filtered) | user-visible duplicates | lost | stuck | drain s |';
-const lines = [header, '|---|---|---|---|---|---|---|---|---|---|---|---|---|'];
+const header = '| scenario | faults injected | written (for inbox) | rolled back / cut | delivered C2C / inbox | superseded | failed (why) | requests | duplicate sends (filtered) | user-visible duplicates | misdirected | lost | stuck | drain s |';
+const lines = [header, '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|'];
 for (const r of results) {
   const why = Object.entries(r.failed_by_code).map(([c, k]) => `${k}×${c}`).join(', ') || '0';
-  lines.push(`| ${r.scenario} | ${r.injections.length} | ${r.written} | ${r.rolled_back} | ${r.delivered} | ${r.superseded} | ${r.failed}${r.failed ? ` (${why})` : ''} | ${r.fake_im_requests} | ${r.duplicate_sends} | ${r.user_visible_duplicates} | ${r.lost} | ${r.stuck} | ${r.drain_seconds} |`);
+  const c2c = r.by_channel.tencent_im_c2c!;
+  const inbox = r.by_channel.inbox!;
+  lines.push(`| ${r.scenario} | ${r.injections.length} | ${r.written} (${r.written_for_inbox}) | ${r.rolled_back} | ${c2c.delivered} / ${inbox.delivered} | ${r.superseded} | ${r.failed}${r.failed ? ` (${why})` : ''} | ${r.fake_im_requests} | ${r.duplicate_sends} | ${r.user_visible_duplicates} | ${r.misdirected} | ${r.lost} | ${r.stuck} | ${r.drain_seconds} |`);
 }
 const table = lines.join('\n');
 console.log(table);
@@ -246,8 +248,11 @@ writeFileSync(join(OUT_DIR, 'report.json'), JSON.stringify({ generated_at: new D
 writeFileSync(join(OUT_DIR, 'report.md'), `${table}\n`);
 
 const problems = results.flatMap((r) => [
-  ...(r.lost > 0 ? [`${r.scenario}: ${r.lost} events lost`] : []),
-  ...(r.stuck > 0 ? [`${r.scenario}: ${r.stuck} events stuck (ledger row never final)`] : []),
+  ...Object.entries(r.by_channel).flatMap(([channel, c]) => [
+    ...(c.lost > 0 ? [`${r.scenario}: ${c.lost} ${channel} deliveries lost`] : []),
+    ...(c.stuck > 0 ? [`${r.scenario}: ${c.stuck} ${channel} deliveries stuck (ledger row never final)`] : []),
+  ]),
+  ...(r.misdirected > 0 ? [`${r.scenario}: ${r.misdirected} messages or inbox items reached the wrong user`] : []),
   ...(r.phantom > 0 ? [`${r.scenario}: ${r.phantom} messages for events never committed`] : []),
   ...(r.user_visible_duplicates > 0 ? [`${r.scenario}: ${r.user_visible_duplicates} events reached a user twice`] : []),
   ...r.secret_leaks.map((l) => `${r.scenario}: secret in logs: ${l}`),

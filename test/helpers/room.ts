@@ -24,6 +24,11 @@ export function roomEvent(n: number, eventType: string): Required<RoomFactInput>
   return { ...kick(n), event_id: `rev_${eventType}_${n}`, event_type: eventType, payload: { anything: n } };
 }
 
+/** A rocket reward to one user (50000 + n) in room_9. */
+export function rocket(n: number, payload: Record<string, unknown> = { reward_user_id: String(50000 + n), rocket_level: 3, rocket_id: `r${n}`, reward_items: [{ resource_id: 301, count: 1 }] }): Required<RoomFactInput> {
+  return { event_id: `rev_rocket_${n}`, event_type: 'RoomRocketRewardGranted', app_code: 'lalu', room_id: 'room_9', payload, created_at_ms: 1800000000000 + n };
+}
+
 /** The MQ body room-service publishes: the same fact as the outbox row. */
 export function mqBody(fact: RoomFactInput): string {
   return JSON.stringify(fact);

@@ -109,8 +109,8 @@ export class InboxStore {
       where.push('id < ?');
       params.push(beforeId);
     }
-    // The index that matches the filter; with one user holding most rows the optimizer otherwise walked PRIMARY.
-    const index = filter.kinds.length > 0 ? 'idx_nii_kind' : filter.read === 'unread' ? 'idx_nii_unread' : filter.archived === 'include' ? 'idx_nii_user' : 'idx_nii_list';
+    // The index that matches the filter (PRIMARY is (app_code, user_id, id)); forced, as with one user holding most rows the optimizer once chose a worse one.
+    const index = filter.kinds.length > 0 ? 'idx_nii_kind' : filter.read === 'unread' ? 'idx_nii_unread' : filter.archived === 'include' ? 'PRIMARY' : 'idx_nii_list';
     const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT ${COLUMNS} FROM ${TABLE} FORCE INDEX (${index}) WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`, [...params, limit]);
     return rows.map(toItem);
   }
@@ -193,7 +193,7 @@ export class InboxStore {
 
   /** A user's items beyond their newest `keep`, at most `limit` per call (the oldest first). */
   async deleteBeyondCap(owner: InboxOwner, keep: number, limit: number): Promise<number> {
-    const [nth] = await this.pool.query<RowDataPacket[]>(`SELECT id FROM ${TABLE} FORCE INDEX (idx_nii_user) WHERE app_code = ? AND user_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?`, [owner.appCode, owner.userId, keep]);
+    const [nth] = await this.pool.query<RowDataPacket[]>(`SELECT id FROM ${TABLE} FORCE INDEX (PRIMARY) WHERE app_code = ? AND user_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?`, [owner.appCode, owner.userId, keep]);
     if (nth.length === 0) return 0;
     const [result] = await retryOnDeadlock(() =>
       this.pool.query<ResultSetHeader>(`DELETE FROM ${TABLE} WHERE app_code = ? AND user_id = ? AND id <= ? ORDER BY id LIMIT ?`, [owner.appCode, owner.userId, nth[0]!.id, limit]),
