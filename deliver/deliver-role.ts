@@ -34,7 +34,7 @@ export function channelRegistryProblems(config: NoticeConfig): string[] {
 export class DeliverRole implements Role {
   readonly name = 'deliver';
   readonly workerId = newWorkerId('deliver');
-  readonly outcomes: Record<DeliveryOutcome, number> = { delivered: 0, retryable: 0, failed: 0, rate_limited: 0, superseded: 0 };
+  readonly outcomes: Record<DeliveryOutcome, number> = { delivered: 0, delivered_unconfirmed: 0, retryable: 0, failed: 0, rate_limited: 0, superseded: 0 };
   private workers: Array<Worker<DeliverJobData>> = [];
   private channels: DeliveryChannel[] = [];
   private readonly maintenance = new Map<string, NodeJS.Timeout>();
@@ -71,6 +71,7 @@ export class DeliverRole implements Role {
           recordDelivered: (key, ref) => hot.recordDelivered(key, ref),
           recordSuperseded: (key, newer) => hot.recordSuperseded(key, newer),
           recordFailed: (key, code, message, at) => ledger.recordFailed(key, this.workerId, code, message, at),
+          recordUnconfirmed: (key, ref, code, message, at) => ledger.recordUnconfirmed(key, this.workerId, ref, code, message, at),
           recordRetryable: (key, code, message, retryAt, at) => ledger.recordRetryable(key, this.workerId, code, message, retryAt, at),
           release: (key, code, message, retryAt, at) => ledger.releaseRateLimited(key, this.workerId, code, message, retryAt, at),
         },

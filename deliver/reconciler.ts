@@ -108,9 +108,10 @@ export class Reconciler {
     }
 
     const retention = config.retention;
-    for (const status of ['delivered', 'failed', 'superseded'] as const) {
+    for (const status of ['delivered', 'delivered_unconfirmed', 'failed', 'superseded'] as const) {
       // A superseded row is done like a delivered one (its newer version was sent instead): the same retention.
-      const keepMs = retention[status === 'superseded' ? 'delivered' : status];
+      // An unconfirmed one may need an operator's look, like a failed one: the failed retention.
+      const keepMs = retention[status === 'superseded' ? 'delivered' : status === 'delivered_unconfirmed' ? 'failed' : status];
       if (keepMs <= 0) continue;
       const purged = await ledger.purgeFinal(status, nowMs - keepMs, retention.purge_batch_size);
       if (purged > 0) {

@@ -6,7 +6,7 @@ import type { LedgerKey } from '../src/ledger/types.ts';
 /**
  * The contract between ingest and deliver: one BullMQ queue per (channel, notice kind with a queue of its own), and
  * one shared queue per channel for its other kinds. Every Tencent IM C2C send shares the app's 200 req/s quota through
- * the app-wide send pacer (src/channels/tencent-im-c2c/send-pacer.ts), which hands slots out by priority; so that a
+ * the app-wide send pacer (src/tencent-im/send-pacer.ts), which hands slots out by priority; so that a
  * kick is not fetched behind a storm's balance updates, each kind with a priority (deliver.priority) has a C2C queue
  * of its own, `deliver-tencent-im-c2c-<kind>`. Other channels are named the same way: `deliver-inbox`.
  */

@@ -33,6 +33,7 @@ const EXPECTED: Record<LedgerStatement, string[]> = {
   recordRetryable: ['delivering/ours'],
   releaseRateLimited: ['delivering/ours'],
   recordFailed: ['delivering/ours'],
+  recordUnconfirmed: ['delivering/ours'],
   recordSuperseded: ['delivering/ours'],
   requeueFailed: ['failed/none', 'failed/ours', 'failed/others_live', 'failed/others_expired'],
 };
@@ -80,6 +81,7 @@ describe('every conditional ledger statement follows the transitions table', () 
       recordRetryable: (key) => repo.recordRetryable(key, ME, '70500', 'transient', nowMs + 1000, nowMs),
       releaseRateLimited: (key) => repo.releaseRateLimited(key, ME, '90018', 'over frequency', nowMs + 1000, nowMs),
       recordFailed: (key) => repo.recordFailed(key, ME, '90001', 'permanent', nowMs),
+      recordUnconfirmed: (key) => repo.recordUnconfirmed(key, ME, 'push:task', 'ETIMEDOUT', 'timeout after the request was sent', nowMs),
       recordSuperseded: (key) => batched.recordSuperseded(key, 'newer-event'),
       requeueFailed: (key) => repo.requeueFailed([key], nowMs),
     };

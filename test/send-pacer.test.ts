@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { PACE_DECREASE, PACE_FLOOR, PACE_HOLD_MS, PACE_SHARE, SendPacer, WARM_UP_MS, WARM_UP_SPACING } from '../src/channels/tencent-im-c2c/send-pacer.ts';
+import { PACE_DECREASE, PACE_FLOOR, PACE_HOLD_MS, PACE_SHARE, SendPacer, WARM_UP_MS, WARM_UP_SPACING } from '../src/tencent-im/send-pacer.ts';
 import { REDIS_URL } from './helpers/env.ts';
 
 /** The shared send clock, against the real Redis: slots are what makes "no sliding second above the limit" hold. */

@@ -2,7 +2,8 @@ import type { Pool } from 'mysql2/promise';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { prioritisedKinds, type NoticeConfig } from '../config/schema.ts';
-import { CHANNEL_INBOX, CHANNEL_TENCENT_IM_C2C, type LedgerRow } from '../ledger/types.ts';
+import { CHANNEL_INBOX, CHANNEL_TENCENT_IM_C2C, CHANNEL_TENCENT_PUSH, type LedgerRow } from '../ledger/types.ts';
+import { templateFor } from '../tencent-im/offline-push.ts';
 import type { NoticeMetrics } from '../observability/metrics.ts';
 import type { DeliveryChannel } from './types.ts';
 
@@ -55,6 +56,20 @@ export const CHANNEL_MODULES: readonly ChannelModule[] = [
     concurrency: (config) => config.inbox.concurrency,
     senderProblem: () => null,
     create: async (ctx) => (await import('./inbox/channel.ts')).inboxChannel(ctx),
+  },
+  {
+    name: CHANNEL_TENCENT_PUSH,
+    configKey: 'tencent_push',
+    kinds: (config) => (config.tencent_push.enabled ? config.tencent_push.kinds : []),
+    ownQueueKinds: () => [],
+    concurrency: (config) => config.tencent_push.concurrency,
+    senderProblem: (config) => {
+      if (!config.tencent_im.enabled) return 'tencent_push needs tencent_im (its endpoint, app and admin key): set tencent_im.enabled, or turn tencent_push off';
+      // A kind with no template would fail every push; say so at start-up instead.
+      const untemplated = config.tencent_push.kinds.filter((k) => k !== '*' && !templateFor(config.offline_push, '', k, {}));
+      return untemplated.length > 0 ? `tencent_push routes ${untemplated.join(', ')} but offline_push.templates has no entry for it` : null;
+    },
+    create: async (ctx) => (await import('./tencent-push/create.ts')).createTencentPush(ctx),
   },
 ];
 

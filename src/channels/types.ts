@@ -6,6 +6,8 @@ import type { LedgerRow } from '../ledger/types.ts';
  */
 export type ChannelOutcome =
   | { kind: 'delivered'; /** The provider's reference (Tencent MsgKey, inbox item id), kept in the ledger. */ ref: string; latencyMs: number }
+  /** The request may have reached the provider and the channel's policy is not to resend it (a resend may show twice). */
+  | { kind: 'unconfirmed'; ref: string; code: string; message: string; latencyMs: number }
   | { kind: 'retry'; code: string; message: string; latencyMs: number }
   | { kind: 'permanent'; code: string; message: string; latencyMs: number }
   /** The provider's app-wide limit answered: give the claim back unspent; the channel slows every sender. */

@@ -55,6 +55,65 @@ const tencentIm = z.strictObject({
   kinds: kindList.default(() => ['*']),
 });
 
+const pushTemplate = z.strictObject({ title: z.string().min(1).max(500), body: z.string().min(1).max(2000) });
+
+/**
+ * The phone notification a notice becomes: on the C2C message (OfflinePushInfo, pushed by Tencent when the user is
+ * offline) and on the tencent_push channel. Templates are per event type or notice kind, then per language.
+ */
+const offlinePush = z.strictObject({
+  /** Kinds whose C2C message carries PushFlag 1 (no phone notification): balance updates are state, not news. */
+  no_push_kinds: z.array(z.string()).default(() => ['wallet_notice']),
+  /** `{{field}}` is the payload's field (or its `params` field). */
+  templates: z.record(z.string().min(1), z.record(z.string().min(1), pushTemplate)).default(() => ({
+    vip_notice: { en: { title: 'VIP {{vip_name}}', body: 'Your VIP level is now {{level}}.' }, zh: { title: 'VIP {{vip_name}}', body: '你的 VIP 等级已变为 {{level}}。' } },
+    activity_notice: { en: { title: 'Activity', body: 'You have a new activity notice.' }, zh: { title: '活动', body: '你有一条新的活动通知。' } },
+    room_notice: { en: { title: 'Room', body: 'You have a new room notice.' }, zh: { title: '房间', body: '你有一条新的房间通知。' } },
+  })),
+  /** The payload field that names the user's language, when the owner service sends one. */
+  language_field: z.string().min(1).default('language'),
+  default_language: z.string().min(1).default('en'),
+  /** Vendor classes for private messages (keeps notices out of marketing quotas); see docs/tencent-push.md. */
+  vendor: z.strictObject({
+    huawei_category: z.string().default('IM'),
+    huawei_importance: z.enum(['LOW', 'NORMAL']).default('NORMAL'),
+    honor_importance: z.enum(['LOW', 'NORMAL']).default('NORMAL'),
+    oppo_category: z.string().default('IM'),
+    vivo_classification: z.union([z.literal(0), z.literal(1)]).default(1),
+    vivo_category: z.string().default('IM'),
+    meizu_notice_msg_type: z.union([z.literal(0), z.literal(1)]).default(1),
+    xiaomi_channel_id: z.string().default(''),
+    huawei_channel_id: z.string().default(''),
+    oppo_channel_id: z.string().default(''),
+    google_channel_id: z.string().default(''),
+  }).default(() => ({ huawei_category: 'IM', huawei_importance: 'NORMAL' as const, honor_importance: 'NORMAL' as const, oppo_category: 'IM', vivo_classification: 1 as const, vivo_category: 'IM', meizu_notice_msg_type: 1 as const, xiaomi_channel_id: '', huawei_channel_id: '', oppo_channel_id: '', google_channel_id: '' })),
+});
+export type OfflinePushConfig = z.infer<typeof offlinePush>;
+
+/**
+ * The tencent_push channel: TIMPush `v4/timpush/batch`, a phone notification that is not an IM message. Same
+ * endpoint, app and admin UserSig as tencent_im; its own quota, queue, retries and dead letter.
+ */
+const tencentPush = z.strictObject({
+  enabled: z.boolean().default(false),
+  kinds: kindList.default(() => ['activity_notice', 'vip_notice']),
+  /** Calls per second for the whole app (Tencent documents 10-40 by edition); shared by every deliver process. */
+  rate_limit_per_second: z.number().int().min(0).default(30),
+  request_timeout: durationMs.default(3000),
+  /**
+   * Resend a push whose request may have reached Tencent (timeout or reset after the body was written)? Tencent
+   * dedups MsgRandom only within one second, so a resend may show twice on the phone. false: record it as
+   * `delivered_unconfirmed` and stop.
+   */
+  retry_ambiguous: z.boolean().default(false),
+  /** Accounts per call when identical pushes are batched (Tencent allows 1-500). */
+  batch_max_accounts: z.number().int().min(1).max(500).default(500),
+  /** How long a push waits for identical ones to share its call when no send slot is waiting anyway. */
+  batch_linger: durationMs.default(20),
+  /** Concurrent push deliveries per deliver process: the most rows one batch can gather there. */
+  concurrency: z.number().int().min(1).max(2000).default(500),
+});
+
 /** The site inbox channel: notice-service's own notice_inbox_items, read by the gateway over gRPC. */
 const inbox = z.strictObject({
   enabled: z.boolean().default(true),
@@ -183,6 +242,8 @@ export const configSchema = z.strictObject({
   }),
   tencent_im: tencentIm.default(() => tencentIm.parse({})),
   inbox: inbox.default(() => inbox.parse({})),
+  tencent_push: tencentPush.default(() => tencentPush.parse({})),
+  offline_push: offlinePush.default(() => offlinePush.parse({})),
   /**
    * Per event type, the channels its notices go to, instead of what the channels' `kinds` say (for example
    * `SystemNotice: [inbox]`). Unlisted types follow the kinds.

@@ -13,6 +13,7 @@ export interface DeliveryLedger {
   recordDelivered(key: LedgerKey, ref: string): Promise<boolean>;
   recordSuperseded(key: LedgerKey, newerEventId: string): Promise<boolean>;
   recordFailed(key: LedgerKey, code: string, message: string, nowMs: number): Promise<boolean>;
+  recordUnconfirmed(key: LedgerKey, ref: string, code: string, message: string, nowMs: number): Promise<boolean>;
   recordRetryable(key: LedgerKey, code: string, message: string, nextRetryAtMs: number, nowMs: number): Promise<boolean>;
   /** Gives the claim back without spending an attempt (rate limit, no slot): the row is claimable again at `retryAtMs`. */
   release(key: LedgerKey, code: string, message: string, retryAtMs: number, nowMs: number): Promise<boolean>;
@@ -35,7 +36,7 @@ export interface DeliveryPorts {
   now?: () => number;
 }
 
-export type DeliveryOutcome = 'delivered' | 'retryable' | 'failed' | 'rate_limited' | 'superseded';
+export type DeliveryOutcome = 'delivered' | 'delivered_unconfirmed' | 'retryable' | 'failed' | 'rate_limited' | 'superseded';
 
 /** What the transport (BullMQ) must do with the job after one delivery attempt. */
 export type DeliveryDecision =
@@ -130,6 +131,15 @@ export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey): Promise
       observe('delivered', outcome);
       if (ports.logger.isLevelEnabled('debug')) log().debug({ latency_ms: outcome.latencyMs }, 'delivered');
       return { action: 'complete', result: 'delivered' };
+    }
+    case 'unconfirmed': {
+      // Final by the channel's policy: resending may show the notice twice; the operator sees the code and can requeue.
+      const recorded = await ledger.recordUnconfirmed(key, outcome.ref, outcome.code, outcome.message, at);
+      if (!recorded) log().warn('sent unconfirmed, but the ledger lock was taken over meanwhile');
+      story({ event: 'delivered_unconfirmed', errorCode: outcome.code, errorMessage: outcome.message, latencyMs: Math.round(outcome.latencyMs) });
+      observe('delivered_unconfirmed', outcome);
+      log().warn({ code: outcome.code, error: outcome.message }, 'the request may have reached the provider; not resent (retry_ambiguous: false)');
+      return { action: 'complete', result: 'delivered_unconfirmed' };
     }
     case 'rate_limited': {
       // The provider's whole-app limit: this event queues again at once without spending an attempt.

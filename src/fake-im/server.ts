@@ -4,9 +4,10 @@ import { crc32 } from 'node:zlib';
 import { verifyUserSig } from './usersig-verify.ts';
 
 /**
- * A local stand-in for Tencent IM's REST API (only `v4/openim/sendmsg`), for development, demos and tests.
- * It validates requests like Tencent, answers in Tencent's shape, keeps Tencent's 120 s duplicate filter,
- * records what it received, and injects faults on request (`POST /_fake/faults`).
+ * A local stand-in for Tencent IM's REST API (`v4/openim/sendmsg` and TIMPush's `v4/timpush/batch`), for
+ * development, demos and tests. It validates requests like Tencent, answers in Tencent's shape, keeps Tencent's
+ * duplicate filters (sendmsg: 120 s; push: MsgRandom within one second), records what it received, and injects
+ * faults on request, per API (`POST /_fake/faults`, `POST /_fake/push-faults`).
  */
 export interface FakeImOptions {
   sdkAppId: number;
@@ -24,6 +25,21 @@ export interface ReceivedMessage {
   msgKey: string;
   receivedAtMs: number;
   /** True when Tencent's duplicate filter would have dropped it (same sender, MsgSeq, MsgRandom, content within 120 s). */
+  duplicate: boolean;
+  /** The message's OfflinePushInfo, when it carried one. */
+  offlinePush?: Record<string, unknown>;
+}
+
+/** One accepted `v4/timpush/batch` call. */
+export interface ReceivedPush {
+  taskId: string;
+  dataId: string;
+  msgRandom: number;
+  /** The accounts it was pushed to (those in ErrorList left out). */
+  accounts: string[];
+  offlinePush: Record<string, unknown>;
+  receivedAtMs: number;
+  /** True when Tencent would have dropped it: the same MsgRandom within the same second. */
   duplicate: boolean;
 }
 
@@ -47,7 +63,11 @@ export interface Faults {
   timeout_rate?: number;
   timeout_ms?: number;
   reset_rate?: number;
+  /** Process (and record) the request, then cut the connection before answering: a send that may have worked. */
+  reset_after_processing_rate?: number;
 }
+
+const MAX_PUSH_ACCOUNTS = 500;
 
 const DEDUP_WINDOW_MS = 120_000;
 const MAX_MESSAGE_BYTES = 12 * 1024;
@@ -55,7 +75,12 @@ const MAX_MESSAGE_BYTES = 12 * 1024;
 export class FakeImServer {
   private readonly server: http.Server;
   private readonly sockets = new Set<Socket>();
-  private faults: Required<Omit<Faults, 'errors'>> & { errors: NonNullable<Faults['errors']> } = FakeImServer.noFaults();
+  private faults: ActiveFaults = FakeImServer.noFaults();
+  private pushFaults: ActiveFaults = FakeImServer.noFaults();
+  private pushed: ReceivedPush[] = [];
+  private pushTimes: number[] = [];
+  private pushSeen = new Map<string, number>();
+  private pushStats = { requests: 0, by_code: {} as Record<string, number>, dropped: 0, http_errors: 0 };
   private readonly now: () => number;
   private received: ReceivedMessage[] = [];
   private dedup = new Map<string, { msgKey: string; atMs: number }>();
@@ -76,7 +101,7 @@ export class FakeImServer {
   }
 
   static noFaults() {
-    return { errors: [], http_errors: 0, drop_connections: 0, delay_ms: 0, rate_limit_per_second: 0, rate_limit_counts_rejected: false, not_imported: [], transient_error_rate: 0, timeout_rate: 0, timeout_ms: 10_000, reset_rate: 0 };
+    return { errors: [], http_errors: 0, drop_connections: 0, delay_ms: 0, rate_limit_per_second: 0, rate_limit_counts_rejected: false, not_imported: [], transient_error_rate: 0, timeout_rate: 0, timeout_ms: 10_000, reset_rate: 0, reset_after_processing_rate: 0 };
   }
 
   async listen(port = 0, host = '127.0.0.1'): Promise<string> {
@@ -97,8 +122,27 @@ export class FakeImServer {
     this.faults = { ...FakeImServer.noFaults(), ...faults, errors: (faults.errors ?? []).map((e) => ({ ...e })) };
   }
 
+  /** Faults for `v4/timpush/batch` only, so one API can fail while the other is healthy. */
+  setPushFaults(faults: Faults): void {
+    this.pushFaults = { ...FakeImServer.noFaults(), ...faults, errors: (faults.errors ?? []).map((e) => ({ ...e })) };
+  }
+
+  /** Every accepted push call, duplicates included (see `duplicate`). */
+  pushes(): ReceivedPush[] {
+    return this.pushed;
+  }
+
+  getPushStats() {
+    return { ...this.pushStats, calls: this.pushed.length, accounts: this.pushed.filter((p) => !p.duplicate).reduce((n, p) => n + p.accounts.length, 0) };
+  }
+
   reset(): void {
     this.faults = FakeImServer.noFaults();
+    this.pushFaults = FakeImServer.noFaults();
+    this.pushed = [];
+    this.pushTimes = [];
+    this.pushSeen.clear();
+    this.pushStats = { requests: 0, by_code: {}, dropped: 0, http_errors: 0 };
     this.received = [];
     this.dedup.clear();
     this.sendTimes = [];
@@ -123,6 +167,16 @@ export class FakeImServer {
     const url = new URL(req.url ?? '/', 'http://fake-im');
     const body = await readBody(req);
     if (url.pathname === '/v4/openim/sendmsg' && req.method === 'POST') return this.sendmsg(url, body, req, res);
+    if (url.pathname === '/v4/timpush/batch' && req.method === 'POST') return this.pushBatch(url, body, req, res);
+    if (url.pathname === '/_fake/pushes' && req.method === 'GET') return json(res, 200, { pushes: this.pushed, stats: this.getPushStats() });
+    if (url.pathname === '/_fake/push-faults' && req.method === 'POST') {
+      try {
+        this.setPushFaults(JSON.parse(body || '{}') as Faults);
+        return json(res, 200, { ok: true, faults: this.pushFaults });
+      } catch {
+        return json(res, 400, { error: 'faults body must be JSON' });
+      }
+    }
     if (url.pathname === '/_fake/messages' && req.method === 'GET') {
       const to = url.searchParams.get('to_account');
       const list = this.received.filter((m) => !to || m.toAccount === to);
@@ -147,45 +201,128 @@ export class FakeImServer {
 
   private async sendmsg(url: URL, body: string, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     this.stats.requests++;
-    const f = this.faults;
+    await this.answerWithFaults(this.faults, this.stats, req, res, () => this.answerSendmsg(url, body));
+  }
+
+  private async pushBatch(url: URL, body: string, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    this.pushStats.requests++;
+    await this.answerWithFaults(this.pushFaults, this.pushStats, req, res, () => this.answerPush(url, body));
+  }
+
+  /** The transport faults both APIs share, around the API's own answer. */
+  private async answerWithFaults(f: ActiveFaults, stats: { by_code: Record<string, number>; dropped: number; http_errors: number }, req: http.IncomingMessage, res: http.ServerResponse, answerOf: () => Record<string, unknown>): Promise<void> {
     if (f.drop_connections > 0 || Math.random() < f.reset_rate) {
       if (f.drop_connections > 0) f.drop_connections--;
-      this.stats.dropped++;
+      stats.dropped++;
       req.socket.destroy();
       return;
     }
     if (f.http_errors > 0) {
       f.http_errors--;
-      this.stats.http_errors++;
+      stats.http_errors++;
       res.writeHead(502, { 'content-type': 'text/html' }).end('<html>502 Bad Gateway</html>');
       return;
     }
     if (Math.random() < f.timeout_rate) await sleep(f.timeout_ms);
     // Counted (rate limit, receive time) on arrival, like Tencent's gateway; only the answer waits out the latency.
     // Stamping after a timer instead would add this process's timer lateness to every arrival time.
-    const answer = this.answerSendmsg(url, body);
-    this.stats.by_code[String(answer.ErrorCode)] = (this.stats.by_code[String(answer.ErrorCode)] ?? 0) + 1;
+    const answer = answerOf();
+    stats.by_code[String(answer.ErrorCode)] = (stats.by_code[String(answer.ErrorCode)] ?? 0) + 1;
+    if (Math.random() < f.reset_after_processing_rate) {
+      stats.dropped++;
+      req.socket.destroy();
+      return;
+    }
     if (f.delay_ms > 0) await sleep(f.delay_ms);
     json(res, 200, answer);
   }
 
-  private answerSendmsg(url: URL, body: string): Record<string, unknown> {
-    const fail = (code: number, info: string) => ({ ActionStatus: 'FAIL', ErrorCode: code, ErrorInfo: info });
+  /** The query-string checks every REST call gets: content type, app, admin identifier and its UserSig. */
+  private checkAdmin(url: URL): { code: number; info: string } | null {
     const q = url.searchParams;
-    if (q.get('contenttype') !== 'json') return fail(60025, 'contenttype must be json');
-    if (q.get('sdkappid') !== String(this.options.sdkAppId)) return fail(70014, 'sdkappid does not match');
+    if (q.get('contenttype') !== 'json') return { code: 60025, info: 'contenttype must be json' };
+    if (q.get('sdkappid') !== String(this.options.sdkAppId)) return { code: 70014, info: 'sdkappid does not match' };
     const random = Number(q.get('random'));
-    if (!Number.isInteger(random) || random < 0 || random > 4294967295) return fail(60025, 'random must be a uint32');
-    if (q.get('identifier') !== this.options.adminIdentifier) return fail(60010, 'identifier is not an App admin');
+    if (!Number.isInteger(random) || random < 0 || random > 4294967295) return { code: 60025, info: 'random must be a uint32' };
+    if (q.get('identifier') !== this.options.adminIdentifier) return { code: 60010, info: 'identifier is not an App admin' };
     const sig = q.get('usersig') ?? '';
     const verifiedUntil = this.verifiedSigs.get(sig);
     if (verifiedUntil === undefined || verifiedUntil < this.now()) {
       const sigCheck = verifyUserSig(sig, { sdkAppId: this.options.sdkAppId, identifier: this.options.adminIdentifier, secretKey: this.options.secretKey, nowMs: this.now() });
-      if (!sigCheck.ok) return fail(sigCheck.code, sigCheck.info);
+      if (!sigCheck.ok) return { code: sigCheck.code, info: sigCheck.info };
       // A sig that verified stays good until it expires; re-checking it per request only costs CPU.
       if (this.verifiedSigs.size > 100) this.verifiedSigs.clear();
       this.verifiedSigs.set(sig, sigCheck.expiresAtMs);
     }
+    return null;
+  }
+
+  private answerPush(url: URL, body: string): Record<string, unknown> {
+    const fail = (code: number, info: string) => ({ ActionStatus: 'FAIL', ErrorCode: code, ErrorInfo: info, TaskId: '' });
+    const denied = this.checkAdmin(url);
+    if (denied) return fail(denied.code, denied.info);
+    let msg: Record<string, unknown>;
+    try {
+      msg = JSON.parse(body) as Record<string, unknown>;
+    } catch {
+      return fail(90001, 'JSON parse error');
+    }
+    if (typeof msg.From_Account !== 'string' || msg.From_Account === '') return fail(90001, 'From_Account is missing or not a string');
+    const to = msg.To_Account;
+    if (!Array.isArray(to) || to.length === 0 || !to.every((a) => typeof a === 'string' && a !== '')) return fail(90001, 'To_Account must be a non-empty array of account strings');
+    if (to.length > MAX_PUSH_ACCOUNTS) return fail(90018, `To_Account has ${to.length} accounts; at most ${MAX_PUSH_ACCOUNTS}`);
+    if (!Number.isInteger(msg.MsgRandom) || (msg.MsgRandom as number) < 0 || (msg.MsgRandom as number) > 4294967295) return fail(90005, 'MsgRandom is missing or not an integer');
+    const info = msg.OfflinePushInfo as Record<string, unknown> | undefined;
+    if (!info || typeof info !== 'object' || Array.isArray(info)) return fail(90001, 'OfflinePushInfo is required');
+    for (const field of ['Title', 'Desc', 'Ext']) if (info[field] !== undefined && typeof info[field] !== 'string') return fail(90001, `OfflinePushInfo.${field} must be a string`);
+    if (info.Ext !== undefined) {
+      try {
+        JSON.parse(info.Ext as string);
+      } catch {
+        return fail(90001, 'OfflinePushInfo.Ext must be JSON text');
+      }
+    }
+    const dataId = msg.DataId === undefined ? '' : msg.DataId;
+    if (typeof dataId !== 'string' || Buffer.byteLength(dataId) > 64) return fail(90057, 'DataId is longer than 64 bytes');
+
+    const nowMs = this.now();
+    const f = this.pushFaults;
+    const wholeCall = f.errors.find((e) => e.count > 0 && !e.to_account);
+    if (wholeCall) {
+      wholeCall.count--;
+      return fail(wholeCall.code, wholeCall.info ?? `injected error ${wholeCall.code}`);
+    }
+    if (Math.random() < f.transient_error_rate) return fail(91000, 'internal error, retry (injected)');
+    if (f.rate_limit_per_second > 0) {
+      this.pushTimes = this.pushTimes.filter((t) => t > nowMs - 1000);
+      const over = this.pushTimes.length >= f.rate_limit_per_second;
+      if (!over || f.rate_limit_counts_rejected) this.pushTimes.push(nowMs);
+      if (over) return fail(60007, 'REST API call frequency exceeds limit');
+    }
+    const errorList: Array<{ To_Account: string; ErrorCode: number; ErrorInfo: string }> = [];
+    const accounts: string[] = [];
+    for (const account of to as string[]) {
+      const perAccount = f.errors.find((e) => e.count > 0 && e.to_account === account);
+      if (perAccount) {
+        perAccount.count--;
+        errorList.push({ To_Account: account, ErrorCode: perAccount.code, ErrorInfo: perAccount.info ?? `injected error ${perAccount.code}` });
+      } else if (f.not_imported.includes(account)) errorList.push({ To_Account: account, ErrorCode: 70107, ErrorInfo: 'account does not exist' });
+      else accounts.push(account);
+    }
+    // Tencent dedups MsgRandom only within the same second.
+    const dedupKey = `${Math.floor(nowMs / 1000)}|${msg.MsgRandom}`;
+    const duplicate = this.pushSeen.has(dedupKey);
+    if (this.pushSeen.size > 100_000) this.pushSeen.clear();
+    this.pushSeen.set(dedupKey, nowMs);
+    const taskId = `batch_${(nowMs / 1000).toString(16).slice(0, 8)}_${(++this.seq).toString(16).padStart(8, '0')}_${this.options.sdkAppId.toString(16)}`;
+    this.pushed.push({ taskId, dataId, msgRandom: msg.MsgRandom as number, accounts, offlinePush: info, receivedAtMs: nowMs, duplicate });
+    return { ActionStatus: 'OK', ErrorCode: 0, ErrorInfo: '', TaskId: taskId, ...(errorList.length > 0 ? { ErrorList: errorList } : {}) };
+  }
+
+  private answerSendmsg(url: URL, body: string): Record<string, unknown> {
+    const fail = (code: number, info: string) => ({ ActionStatus: 'FAIL', ErrorCode: code, ErrorInfo: info });
+    const denied = this.checkAdmin(url);
+    if (denied) return fail(denied.code, denied.info);
 
     let msg: Record<string, unknown>;
     try {
@@ -204,7 +341,14 @@ export class FakeImServer {
     }
     const data = String(content.Data ?? '');
     const ext = String(content.Ext ?? '');
-    const size = Buffer.byteLength(data) + Buffer.byteLength(ext) + Buffer.byteLength(String(content.Desc ?? ''));
+    const push = msg.OfflinePushInfo as Record<string, unknown> | undefined;
+    if (push !== undefined) {
+      if (!push || typeof push !== 'object' || Array.isArray(push)) return fail(90043, 'OfflinePushInfo must be an object');
+      if (push.PushFlag !== undefined && push.PushFlag !== 0 && push.PushFlag !== 1) return fail(90043, 'OfflinePushInfo.PushFlag must be 0 or 1');
+      for (const field of ['Title', 'Desc', 'Ext']) if (push[field] !== undefined && typeof push[field] !== 'string') return fail(90043, `OfflinePushInfo.${field} must be a string`);
+    }
+    const pushBytes = push ? ['Title', 'Desc', 'Ext'].reduce((n, k) => n + Buffer.byteLength(String(push[k] ?? '')), 0) : 0;
+    const size = Buffer.byteLength(data) + Buffer.byteLength(ext) + Buffer.byteLength(String(content.Desc ?? '')) + pushBytes;
     if (size > MAX_MESSAGE_BYTES) return fail(80002, 'message is longer than 12 KB');
 
     const nowMs = this.now();
@@ -230,7 +374,7 @@ export class FakeImServer {
     const duplicate = seen !== undefined && nowMs - seen.atMs < DEDUP_WINDOW_MS;
     const msgKey = duplicate ? seen.msgKey : `${this.options.sdkAppId}_${++this.seq}_${Math.floor(nowMs / 1000)}`;
     if (!duplicate) this.dedup.set(dedupKey, { msgKey, atMs: nowMs });
-    this.received.push({ toAccount: msg.To_Account, ext, data, msgRandom: msg.MsgRandom as number, msgSeq, msgKey, receivedAtMs: nowMs, duplicate });
+    this.received.push({ toAccount: msg.To_Account, ext, data, msgRandom: msg.MsgRandom as number, msgSeq, msgKey, receivedAtMs: nowMs, duplicate, ...(push ? { offlinePush: push } : {}) });
     return { ActionStatus: 'OK', ErrorCode: 0, ErrorInfo: '', MsgTime: Math.floor(nowMs / 1000), MsgKey: msgKey };
   }
 
@@ -241,6 +385,8 @@ export class FakeImServer {
     return rule;
   }
 }
+
+type ActiveFaults = Required<Omit<Faults, 'errors'>> & { errors: NonNullable<Faults['errors']> };
 
 function readBody(req: http.IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {

@@ -68,6 +68,13 @@ export class LedgerRepository {
       [code, clip(message)]);
   }
 
+  /** Sent, but the answer was lost and the channel does not resend (push: a resend may show twice). */
+  async recordUnconfirmed(key: LedgerKey, workerId: string, ref: string, code: string, message: string, nowMs: number): Promise<boolean> {
+    return this.finishAttempt('recordUnconfirmed', key, workerId, nowMs,
+      `status = 'delivered_unconfirmed', im_msg_key = ?, delivered_at_ms = ?, next_retry_at_ms = NULL, last_error_code = ?, last_error = ?, attempt_count = attempt_count + 1`,
+      [ref, nowMs, code, clip(message)]);
+  }
+
   /**
    * Give the row back without spending an attempt (the provider asked the whole queue to slow down). The claim is
    * taken back too, so claim_count - attempt_count keeps counting only sends that never finished.
@@ -120,7 +127,7 @@ export class LedgerRepository {
   }
 
   /** Deletes up to `limit` final rows of one status older than the cutoff; never touches a row still in flight. */
-  async purgeFinal(status: 'delivered' | 'failed' | 'superseded', olderThanMs: number, limit: number): Promise<number> {
+  async purgeFinal(status: 'delivered' | 'delivered_unconfirmed' | 'failed' | 'superseded', olderThanMs: number, limit: number): Promise<number> {
     const [result] = await this.pool.query<ResultSetHeader>(
       `DELETE FROM ${TABLE} WHERE status = ? AND updated_at_ms < ? ORDER BY updated_at_ms LIMIT ?`,
       [status, olderThanMs, limit],

@@ -8,12 +8,14 @@ import { DELIVERY_STATUSES, type DeliveryStatus } from './types.ts';
  *   retryable ─claim─▶ delivering ──▶ retryable (transient error / rate limited, lock released)
  *   delivering (lock expired) ─claim─▶ delivering              └──▶ failed (permanent, or retries exhausted)
  *   failed ──operator requeue──▶ pending           └──▶ superseded (a newer version was already in the ledger; no send)
+ *                                                  └──▶ delivered_unconfirmed (may have arrived; not resent by policy)
  */
 export const TRANSITIONS: Readonly<Record<DeliveryStatus, readonly DeliveryStatus[]>> = {
   pending: ['delivering'],
   retryable: ['delivering'],
-  delivering: ['delivering', 'delivered', 'retryable', 'failed', 'superseded'],
+  delivering: ['delivering', 'delivered', 'delivered_unconfirmed', 'retryable', 'failed', 'superseded'],
   delivered: [],
+  delivered_unconfirmed: [],
   failed: ['pending'],
   superseded: [],
 };
@@ -48,6 +50,7 @@ export const STATEMENTS = {
   recordRetryable: { to: 'retryable', lock: 'ours' },
   releaseRateLimited: { to: 'retryable', lock: 'ours' },
   recordFailed: { to: 'failed', lock: 'ours' },
+  recordUnconfirmed: { to: 'delivered_unconfirmed', lock: 'ours' },
   recordSuperseded: { to: 'superseded', lock: 'ours' },
   requeueFailed: { to: 'pending', lock: 'ours' },
 } as const satisfies Record<string, { to: DeliveryStatus; lock: LockRule }>;

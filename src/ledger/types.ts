@@ -1,9 +1,11 @@
-export const DELIVERY_STATUSES = ['pending', 'delivering', 'delivered', 'retryable', 'failed', 'superseded'] as const;
+/** `delivered_unconfirmed`: sent, answer lost, not resent (a channel whose resends may show twice, e.g. push). */
+export const DELIVERY_STATUSES = ['pending', 'delivering', 'delivered', 'delivered_unconfirmed', 'retryable', 'failed', 'superseded'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 /** The first channel, named here because ledger rows from before the multi-channel core all carry it. */
 export const CHANNEL_TENCENT_IM_C2C = 'tencent_im_c2c';
 export const CHANNEL_INBOX = 'inbox';
+export const CHANNEL_TENCENT_PUSH = 'tencent_push';
 
 /** The ledger's primary key: one delivery of one source event over one channel. */
 export interface LedgerKey {

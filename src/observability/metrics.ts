@@ -74,6 +74,7 @@ export class NoticeMetrics {
   readonly poisoned = new Counter({ name: 'notice_delivery_poison_total', help: 'Events failed because their sends kept starting but never finishing', labelNames: ['source', 'channel'], registers: [this.registry] });
   readonly ready = new Gauge({ name: 'notice_ready', help: 'What /readyz answers, as a number: 1 ready, 0 not (read at scrape time), for alerting', registers: [this.registry] });
   readonly sendRateLimit = new Gauge({ name: 'notice_send_rate_limit_per_second', help: 'tencent_im.rate_limit_per_second this deliver process paces the app against (0 = off)', registers: [this.registry] });
+  readonly pushBatchAccounts = new Histogram({ name: 'notice_push_batch_accounts', help: 'Accounts per timpush/batch call (identical pushes share a call)', buckets: [1, 2, 5, 10, 50, 100, 250, 500], registers: [this.registry] });
   readonly inboxSwept = new Counter({ name: 'notice_inbox_items_swept_total', help: 'Inbox items deleted by the sweeper, by reason (retention, cap)', labelNames: ['reason'], registers: [this.registry] });
   readonly queueJobs = new Gauge({ name: 'notice_queue_jobs', help: 'BullMQ jobs per queue and state', labelNames: ['queue', 'state'], registers: [this.registry] });
 

@@ -1,11 +1,7 @@
-import http from 'node:http';
-import https from 'node:https';
-import { randomInt } from 'node:crypto';
-import got, { type Got } from 'got';
-import { classifyErrorCode } from './error-codes.ts';
-import { buildSendMsgBody, type C2CNotice } from './message.ts';
-import type { UserSigCache } from './usersig.ts';
 import type { Logger } from 'pino';
+import { buildSendMsgBody, type C2CNotice } from './message.ts';
+import { TencentRest } from './rest.ts';
+import type { UserSigCache } from './usersig.ts';
 
 /** What one send came to. Expected outcomes are values; only programming errors throw. */
 export type SendOutcome =
@@ -28,92 +24,22 @@ export interface TencentImClientOptions {
   maxSockets: number;
 }
 
-interface SendMsgResponse {
-  ActionStatus?: string;
-  ErrorCode?: number;
-  ErrorInfo?: string;
-  MsgKey?: string;
-}
-
+/** `v4/openim/sendmsg`: one C2C message. A resend after an unclear answer is safe: Tencent's 120 s filter drops it. */
 export class TencentImClient implements TencentImSender {
-  private readonly http: Got;
-  private readonly agents: { http: http.Agent; https: https.Agent };
+  private readonly rest: TencentRest;
 
-  constructor(
-    private readonly options: TencentImClientOptions,
-    private readonly userSig: UserSigCache,
-    private readonly logger?: Logger,
-  ) {
-    this.agents = {
-      http: new http.Agent({ keepAlive: true, maxSockets: options.maxSockets }),
-      https: new https.Agent({ keepAlive: true, maxSockets: options.maxSockets }),
-    };
-    this.http = got.extend({
-      prefixUrl: options.baseUrl.replace(/\/+$/, ''),
-      agent: this.agents,
-      timeout: { request: options.requestTimeoutMs },
-      retry: { limit: 0 }, // retries belong to the ledger and BullMQ, not to the HTTP call
-      throwHttpErrors: false,
-      responseType: 'text',
-      headers: { 'content-type': 'application/json' },
-    });
+  constructor(private readonly options: TencentImClientOptions, userSig: UserSigCache, logger?: Logger) {
+    this.rest = new TencentRest(options, userSig, logger);
   }
 
   async sendC2C(notice: C2CNotice): Promise<SendOutcome> {
     const body = JSON.stringify(buildSendMsgBody(notice, Math.min(604800, Math.floor(this.options.msgLifeTimeMs / 1000))));
-    const first = await this.post(body);
-    if (first.resign) {
-      // The cached sig was rejected: mint a fresh one and try once more within the same attempt.
-      const rejected = first.outcome as { code?: string; message?: string };
-      this.logger?.warn({ code: rejected.code, error: rejected.message }, 'Tencent IM rejected the admin UserSig; minted a new one');
-      this.userSig.invalidate();
-      // A fresh sig rejected too means a config problem (wrong key or clock); it stays a retryable error so a fixed
-      // config heals the backlog within the retry budget.
-      return (await this.post(body)).outcome;
-    }
-    return first.outcome;
-  }
-
-  private async post(body: string): Promise<{ outcome: SendOutcome; resign: boolean }> {
-    const started = performance.now();
-    const searchParams = new URLSearchParams({
-      sdkappid: String(this.options.sdkAppId),
-      identifier: this.options.adminIdentifier,
-      usersig: this.userSig.get(),
-      random: String(randomInt(0, 2 ** 32 - 1)),
-      contenttype: 'json',
-    });
-    const latency = () => Math.round(performance.now() - started);
-    let response;
-    try {
-      response = await this.http.post('v4/openim/sendmsg', { body, searchParams });
-    } catch (err) {
-      // got's errors carry the request URL (with the UserSig); keep only the code and a generic message.
-      const code = (err as { code?: string }).code ?? 'NETWORK';
-      return { outcome: { kind: 'retry', code, message: `transport error ${code}`, latencyMs: latency() }, resign: false };
-    }
-    if (response.statusCode !== 200) {
-      const outcome: SendOutcome = { kind: 'retry', code: `HTTP_${response.statusCode}`, message: `HTTP ${response.statusCode}`, latencyMs: latency() };
-      return { outcome, resign: false };
-    }
-    let parsed: SendMsgResponse;
-    try {
-      parsed = JSON.parse(response.body) as SendMsgResponse;
-    } catch {
-      return { outcome: { kind: 'retry', code: 'BAD_RESPONSE', message: 'response body is not JSON', latencyMs: latency() }, resign: false };
-    }
-    const errorCode = typeof parsed.ErrorCode === 'number' ? parsed.ErrorCode : -1;
-    if (errorCode === 0 && parsed.ActionStatus === 'OK') {
-      return { outcome: { kind: 'delivered', msgKey: parsed.MsgKey ?? '', latencyMs: latency() }, resign: false };
-    }
-    const message = (parsed.ErrorInfo ?? 'no ErrorInfo').slice(0, 512);
-    const errorClass = classifyErrorCode(errorCode);
-    const kind = errorClass === 'resign' ? 'retry' : errorClass;
-    return { outcome: { kind, code: String(errorCode), message, latencyMs: latency() }, resign: errorClass === 'resign' };
+    const answer = await this.rest.call('v4/openim/sendmsg', body);
+    if (answer.kind === 'ok') return { kind: 'delivered', msgKey: String(answer.body.MsgKey ?? ''), latencyMs: answer.latencyMs };
+    return { kind: answer.kind, code: answer.code, message: answer.message, latencyMs: answer.latencyMs };
   }
 
   close(): void {
-    this.agents.http.destroy();
-    this.agents.https.destroy();
+    this.rest.close();
   }
 }

@@ -16,8 +16,14 @@ interface ChannelProbe {
   config: Record<string, unknown>;
   /** A notice kind the channel takes. */
   kind: string;
-  /** The recipients of every copy of the event the user could see (one entry per copy). */
-  seen(t: Trial, eventId: string): Promise<string[]>;
+  /** The recipients of every copy of the row's notice the user could see (one entry per copy). */
+  seen(t: Trial, row: LedgerRow): Promise<string[]>;
+  /**
+   * What a resend of a sent row (a crash before its record) does: `once` — the user still sees one copy; or the
+   * provider dedups only briefly (push: MsgRandom within one second), so the resend must carry the same identity,
+   * which `identities` lists per copy received.
+   */
+  resend: 'once' | { identities(t: Trial, row: LedgerRow): Promise<string[]> };
   /** The provider goes away (refused, cut or erroring); the returned function brings it back. */
   outage(t: Trial): Promise<() => Promise<void>>;
   /** A row this provider can never take (set up as the provider needs), for its permanent refusal. */
@@ -30,8 +36,9 @@ const PROBES: Record<string, ChannelProbe> = {
   tencent_im_c2c: {
     config: {},
     kind: 'room_notice',
-    async seen({ env }, eventId) {
-      return env.fakeIm.messages().filter((m) => !m.duplicate && JSON.parse(m.data).event_id === eventId).map((m) => m.toAccount);
+    resend: 'once',
+    async seen({ env }, row) {
+      return env.fakeIm.messages().filter((m) => !m.duplicate && JSON.parse(m.data).event_id === row.sourceEventId).map((m) => m.toAccount);
     },
     async outage({ env }) {
       env.fakeIm.setFaults({ http_errors: 1_000_000 });
@@ -45,8 +52,9 @@ const PROBES: Record<string, ChannelProbe> = {
   inbox: {
     config: { inbox: { enabled: true } },
     kind: 'activity_notice',
-    async seen({ env }, eventId) {
-      const [rows] = await env.owner.query<any[]>(`SELECT user_id FROM \`${env.id}_notice\`.notice_inbox_items WHERE source_event_id = ?`, [eventId]);
+    resend: 'once',
+    async seen({ env }, row) {
+      const [rows] = await env.owner.query<any[]>(`SELECT user_id FROM \`${env.id}_notice\`.notice_inbox_items WHERE source_event_id = ?`, [row.sourceEventId]);
       return rows.map((r) => String(r.user_id));
     },
     async outage({ proxy }) {
@@ -56,6 +64,27 @@ const PROBES: Record<string, ChannelProbe> = {
     refusedRow(_t, row) {
       // Longer than the item's user_id column: MySQL refuses the value itself.
       return { ...row, userId: 'u'.repeat(300) };
+    },
+  },
+  tencent_push: {
+    config: { tencent_push: { enabled: true, batch_linger: '0ms' } },
+    kind: 'activity_notice',
+    // Every trial has its own fake-im and each row its own user, so the pushes to the row's user are its copies.
+    async seen({ env }, row) {
+      return env.fakeIm.pushes().filter((p) => !p.duplicate && p.accounts.includes(row.userId)).map(() => row.userId);
+    },
+    resend: {
+      async identities({ env }, row) {
+        return env.fakeIm.pushes().filter((p) => p.accounts.includes(row.userId)).map((p) => `${p.msgRandom}/${p.dataId}`);
+      },
+    },
+    async outage({ env }) {
+      env.fakeIm.setPushFaults({ http_errors: 1_000_000 });
+      return async () => env.fakeIm.setPushFaults({});
+    },
+    refusedRow({ env }, row) {
+      env.fakeIm.setPushFaults({ not_imported: ['never-imported'] });
+      return { ...row, userId: 'never-imported' };
     },
   },
 };
@@ -84,7 +113,7 @@ function ledgerRow(channel: string, kind: string): LedgerRow {
   const now = Date.now();
   return {
     sourceName: 'activity_outbox', appCode: 'lalu', sourceEventId: eventId, channel, eventType: 'SystemNotice', userId: '70001', noticeKind: kind,
-    status: 'sending', attemptCount: 1, claimCount: 1, lockedBy: 'conformance', lockUntilMs: now + 10_000, nextRetryAtMs: null,
+    status: 'delivering', attemptCount: 1, claimCount: 1, lockedBy: 'conformance', lockUntilMs: now + 10_000, nextRetryAtMs: null,
     lastErrorCode: null, lastError: null, payload, imMsgKey: null, sourceRowId: n, sourceCreatedAtMs: now, createdAtMs: now, updatedAtMs: now,
     deliveredAtMs: null, supersedeVersion: null, supersedeKey: null, supersededBy: null,
   };
@@ -114,7 +143,12 @@ describe.each(CHANNEL_MODULES.map((m) => [m.name]))('channel contract: %s', (nam
     expect(first).toMatchObject({ kind: 'delivered', ref: expect.stringMatching(/\S/) });
     const again = await sendOnce(t.channel, row);
     expect(again.kind).toBe('delivered');
-    expect(await probe.seen(t, row.sourceEventId)).toEqual([row.userId]);
+    if (probe.resend === 'once') expect(await probe.seen(t, row)).toEqual([row.userId]);
+    else {
+      const ids = await probe.resend.identities(t, row);
+      expect(ids).toHaveLength(2);
+      expect(new Set(ids).size).toBe(1);
+    }
   });
 
   it('concurrent rows for different users each land once, on their own user', async () => {
@@ -122,7 +156,7 @@ describe.each(CHANNEL_MODULES.map((m) => [m.name]))('channel contract: %s', (nam
     const rows = Array.from({ length: 30 }, (_, i) => ({ ...ledgerRow(name, probe.kind), userId: String(71000 + i) }));
     const outcomes = await Promise.all(rows.map((r) => sendOnce(t.channel, r)));
     expect(outcomes.map((o) => o.kind)).toEqual(rows.map(() => 'delivered'));
-    for (const r of rows) expect(await probe.seen(t, r.sourceEventId)).toEqual([r.userId]);
+    for (const r of rows) expect(await probe.seen(t, r)).toEqual([r.userId]);
   });
 
   it('while the provider is away no send claims delivery and nothing reaches the user; after it returns the row lands once', async () => {
@@ -137,7 +171,7 @@ describe.each(CHANNEL_MODULES.map((m) => [m.name]))('channel contract: %s', (nam
     // A pool may hand out one connection the outage cut before it notices; the core would wait and claim again.
     for (let i = 0; i < 5 && after.kind !== 'delivered'; i++) after = await sendOnce(t.channel, row);
     expect(after.kind).toBe('delivered');
-    expect(await probe.seen(t, row.sourceEventId)).toEqual([row.userId]);
+    expect(await probe.seen(t, row)).toEqual([row.userId]);
   });
 
   it('a row the provider can never take ends permanent with a code and a reason, without throwing or leaking secrets', async () => {
@@ -146,7 +180,7 @@ describe.each(CHANNEL_MODULES.map((m) => [m.name]))('channel contract: %s', (nam
     const outcome = await sendOnce(t.channel, row);
     expect(outcome).toMatchObject({ kind: 'permanent', code: expect.stringMatching(/\S/), message: expect.stringMatching(/\S/) });
     expect(JSON.stringify(outcome)).not.toContain(TEST_SECRET);
-    expect(await probe.seen(t, row.sourceEventId)).toEqual([]);
+    expect(await probe.seen(t, row)).toEqual([]);
   });
 
   it('its upkeep, if it has any, runs repeatedly and reports counts', async () => {

@@ -18,12 +18,13 @@ function memoryLedger(row: Partial<LedgerRow> = {}) {
   const held = () => state.status === 'delivering';
   const ledger: DeliveryLedger = {
     async claim() {
-      if (['delivered', 'failed', 'superseded'].includes(state.status) || held()) return { claimed: false, row: { ...state } };
+      if (['delivered', 'delivered_unconfirmed', 'failed', 'superseded'].includes(state.status) || held()) return { claimed: false, row: { ...state } };
       Object.assign(state, { status: 'delivering', claimCount: state.claimCount + 1, lockUntilMs: Date.now() + 30_000 });
       return { claimed: true, row: { ...state } };
     },
     async recordDelivered(_k, ref) { if (!held()) return false; Object.assign(state, { status: 'delivered', imMsgKey: ref, attemptCount: state.attemptCount + 1 }); return true; },
     async recordSuperseded(_k, by) { if (!held()) return false; Object.assign(state, { status: 'superseded', supersededBy: by }); return true; },
+    async recordUnconfirmed(_k, ref, code, message) { if (!held()) return false; Object.assign(state, { status: 'delivered_unconfirmed', imMsgKey: ref, lastErrorCode: code, lastError: message, attemptCount: state.attemptCount + 1 }); return true; },
     async recordFailed(_k, code, message) { Object.assign(state, { status: 'failed', lastErrorCode: code, lastError: message, attemptCount: state.attemptCount + 1 }); return true; },
     async recordRetryable(_k, code, message, at) { Object.assign(state, { status: 'retryable', lastErrorCode: code, lastError: message, nextRetryAtMs: at, attemptCount: state.attemptCount + 1 }); return true; },
     async release(_k, code, _m, at) { Object.assign(state, { status: 'retryable', lastErrorCode: code, nextRetryAtMs: at, claimCount: state.claimCount - 1 }); return true; },
@@ -61,6 +62,15 @@ describe('deliverOnce (claim → send → record) over plain ports', () => {
     expect(last.action).toBe('fail');
     expect(state.status).toBe('failed');
     expect(state.lastError).toMatch(/retries exhausted after 3 attempts/);
+  });
+
+  it('an unconfirmed answer (may have reached the provider, not to be resent) is final: recorded with its code, never sent again', async () => {
+    const { state, ledger } = memoryLedger();
+    const channel = channelAnswering({ kind: 'unconfirmed', ref: 'push:unconfirmed', code: 'ETIMEDOUT', message: 'transport error ETIMEDOUT after the request was sent', latencyMs: 300 });
+    expect(await deliverOnce(ports(ledger, channel), KEY)).toEqual({ action: 'complete', result: 'delivered_unconfirmed' });
+    expect(state).toMatchObject({ status: 'delivered_unconfirmed', lastErrorCode: 'ETIMEDOUT', imMsgKey: 'push:unconfirmed', attemptCount: 1 });
+    expect(await deliverOnce(ports(ledger, channel), KEY)).toEqual({ action: 'complete', result: 'already-delivered_unconfirmed' });
+    expect(channel.sends).toBe(1);
   });
 
   it('fails a permanent answer at once; a rate limit gives the claim back unspent and slows the channel', async () => {

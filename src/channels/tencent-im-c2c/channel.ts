@@ -2,7 +2,7 @@ import { CHANNEL_TENCENT_IM_C2C, formatKey, type LedgerRow } from '../../ledger/
 import type { NoticeMetrics } from '../../observability/metrics.ts';
 import type { TencentImSender } from '../../tencent-im/client.ts';
 import type { ChannelOutcome, DeliveryChannel, SendContext } from '../types.ts';
-import type { SendPacer } from './send-pacer.ts';
+import type { SendPacer } from '../../tencent-im/send-pacer.ts';
 
 export { CHANNEL_TENCENT_IM_C2C };
 

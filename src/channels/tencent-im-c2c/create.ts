@@ -3,7 +3,7 @@ import { UserSigCache } from '../../tencent-im/usersig.ts';
 import type { ChannelContext } from '../registry.ts';
 import type { DeliveryChannel } from '../types.ts';
 import { tencentImC2CChannel } from './channel.ts';
-import { SendPacer } from './send-pacer.ts';
+import { SendPacer } from '../../tencent-im/send-pacer.ts';
 
 /** The C2C channel of a deliver process: one keep-alive sendmsg client and the app-wide pacer it shares via Redis. */
 export function createTencentImC2C(ctx: ChannelContext): DeliveryChannel {

@@ -197,9 +197,11 @@ export class SendPacer {
     ratePerSecond: number,
     /** Called when a send is refused admission (the sliding second was full) and queues up again. */
     private readonly onRefused: () => void = () => undefined,
+    /** Whose quota this paces: each provider API (sendmsg, timpush/batch) has its own. */
+    api = 'tencent-im',
   ) {
     // In the queue prefix's hash slot, like the queue itself (Redis Cluster).
-    const base = `${prefix}:tencent-im:send-pacer`;
+    const base = `${prefix}:${api}:send-pacer`;
     this.nextFreeKey = `${base}:next-free`;
     this.pauseKey = `${base}:paused-until`;
     this.logKey = `${base}:sent`;

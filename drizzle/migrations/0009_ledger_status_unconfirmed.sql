@@ -1,0 +1,1 @@
+ALTER TABLE `notice_delivery_events` MODIFY COLUMN `status` varchar(24) NOT NULL;

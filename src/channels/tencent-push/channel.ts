@@ -1,0 +1,144 @@
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { OfflinePushConfig } from '../../config/schema.ts';
+import { CHANNEL_TENCENT_PUSH, formatKey, type LedgerRow } from '../../ledger/types.ts';
+import type { NoticeMetrics } from '../../observability/metrics.ts';
+import { renderOfflinePush, type OfflinePushInfo } from '../../tencent-im/offline-push.ts';
+import type { PushBatchOutcome, TencentPushSender } from '../../tencent-im/push-client.ts';
+import type { SendPacer } from '../../tencent-im/send-pacer.ts';
+import type { ChannelOutcome, DeliveryChannel, SendContext } from '../types.ts';
+
+export interface TencentPushDeps {
+  sender: TencentPushSender;
+  pacer: Pick<SendPacer, 'acquire' | 'overFrequency'>;
+  offlinePush: OfflinePushConfig;
+  fromAccount: string;
+  maxAccounts: number;
+  lingerMs: number;
+  /** Resend when the request may have reached Tencent (a resend may show twice on the phone). */
+  retryAmbiguous: boolean;
+  /** The longest one call can take (the HTTP timeout): a call must end within every ledger lock it carries. */
+  sendTimeoutMs: number;
+  metrics?: NoticeMetrics;
+  now?: () => number;
+}
+
+interface Waiting {
+  row: LedgerRow;
+  lockUntilMs: number | null;
+  resolve(outcome: ChannelOutcome): void;
+}
+
+interface Group {
+  info: OfflinePushInfo;
+  waiting: Waiting[];
+  draining: boolean;
+}
+
+/** ≤ 64 bytes that name the ledger rows of one call, for Push callbacks and traces (a one-row call: its key's digest). */
+export function dataIdOf(rows: readonly LedgerRow[]): string {
+  return createHash('sha256').update(rows.map(formatKey).sort().join('\n')).digest('hex');
+}
+
+/**
+ * Phone pushes through TIMPush `v4/timpush/batch`. Rows whose rendered push is identical (one SystemNotice to many
+ * users, each its own fact) wait together and go as one call of up to `maxAccounts` accounts: a call takes whatever
+ * has gathered when its send slot comes, so the busier the quota, the fuller the calls. Each row still gets its own
+ * outcome from the answer's ErrorList.
+ */
+export function tencentPushChannel(deps: TencentPushDeps): DeliveryChannel {
+  const now = deps.now ?? Date.now;
+  const groups = new Map<string, Group>();
+
+  async function drain(key: string, group: Group): Promise<void> {
+    group.draining = true;
+    try {
+      // A short linger lets identical pushes of the same moment share the first call too.
+      if (group.waiting.length < deps.maxAccounts && deps.lingerMs > 0) await sleep(deps.lingerMs);
+      while (group.waiting.length > 0) {
+        const soonestLock = Math.min(...group.waiting.map((w) => w.lockUntilMs ?? Infinity));
+        const oldest = Math.min(...group.waiting.map((w) => w.row.sourceCreatedAtMs ?? w.row.createdAtMs));
+        // As for C2C: the call needs the HTTP timeout's worth of lock, or half of what the lock has left when
+        // lock_ttl is shorter than that; the slot must come before.
+        const askedAt = now();
+        const lockNeededMs = soonestLock === Infinity ? 0 : Math.max(0, Math.min(deps.sendTimeoutMs, (soonestLock - askedAt) / 2));
+        const slot = await deps.pacer.acquire(soonestLock === Infinity ? Infinity : Math.max(0, soonestLock - lockNeededMs - askedAt), oldest);
+        const at = now();
+        // Rows whose lock would end before the call does go back unspent; another claim brings them again.
+        const [sendable, late] = partition(group.waiting.splice(0), (w) => w.lockUntilMs === null || at + lockNeededMs <= w.lockUntilMs);
+        for (const w of late) w.resolve({ kind: 'not_now', code: 'SEND_SLOT_WAIT', message: 'no push slot within the ledger lock', retryAtMs: at + (slot.sent ? 50 : slot.retryInMs) });
+        if (!slot.sent || sendable.length === 0) {
+          for (const w of sendable) w.resolve({ kind: 'not_now', code: 'SEND_SLOT_WAIT', message: 'no push slot within the ledger lock', retryAtMs: at + (slot.sent ? 50 : slot.retryInMs) });
+          continue;
+        }
+        // One account once per call; a second row for the same account (another fact, same text) waits for the next.
+        const seen = new Set<string>();
+        const call: Waiting[] = [];
+        for (const w of sendable) {
+          if (call.length < deps.maxAccounts && !seen.has(w.row.userId)) {
+            seen.add(w.row.userId);
+            call.push(w);
+          } else group.waiting.push(w);
+        }
+        const rows = call.map((w) => w.row);
+        const dataId = dataIdOf(rows);
+        const outcome = await deps.sender.batch({ fromAccount: deps.fromAccount, accounts: rows.map((r) => r.userId), info: group.info, msgRandom: parseInt(dataId.slice(0, 8), 16), dataId });
+        deps.metrics?.pushBatchAccounts.observe(call.length);
+        for (const w of call) w.resolve(outcomeFor(outcome, w.row, deps.retryAmbiguous));
+      }
+    } finally {
+      group.draining = false;
+      if (group.waiting.length === 0) groups.delete(key);
+      else void drain(key, group);
+    }
+  }
+
+  return {
+    name: CHANNEL_TENCENT_PUSH,
+
+    send(row: LedgerRow, ctx: SendContext): Promise<ChannelOutcome> {
+      const rendered = renderOfflinePush(deps.offlinePush, row);
+      if (!rendered.push) return Promise.resolve({ kind: 'permanent', code: 'NO_PUSH', message: `nothing to push: ${rendered.reason}`, latencyMs: 0 });
+      const key = JSON.stringify(rendered.info);
+      let group = groups.get(key);
+      if (!group) {
+        group = { info: rendered.info, waiting: [], draining: false };
+        groups.set(key, group);
+      }
+      const joined = group;
+      return new Promise<ChannelOutcome>((resolve) => {
+        joined.waiting.push({ row, lockUntilMs: ctx.lockUntilMs, resolve });
+        if (!joined.draining) void drain(key, joined);
+      });
+    },
+
+    async onRateLimited(): Promise<number> {
+      return deps.pacer.overFrequency();
+    },
+
+    close: () => deps.sender.close(),
+  };
+}
+
+/** One row's outcome from its call's answer. */
+export function outcomeFor(outcome: PushBatchOutcome, row: LedgerRow, retryAmbiguous: boolean): ChannelOutcome {
+  switch (outcome.kind) {
+    case 'accepted': {
+      const result = outcome.results.get(row.userId) ?? { kind: 'pushed' };
+      if (result.kind === 'pushed') return { kind: 'delivered', ref: `push:${outcome.taskId}`, latencyMs: outcome.latencyMs };
+      return { kind: result.kind, code: result.code, message: `${row.userId}: ${result.message}`, latencyMs: outcome.latencyMs };
+    }
+    case 'ambiguous':
+      if (retryAmbiguous) return { kind: 'retry', code: outcome.code, message: outcome.message, latencyMs: outcome.latencyMs };
+      return { kind: 'unconfirmed', ref: 'push:unconfirmed', code: outcome.code, message: `${outcome.message}; not resent (tencent_push.retry_ambiguous: false)`, latencyMs: outcome.latencyMs };
+    default:
+      return outcome;
+  }
+}
+
+function partition<T>(items: T[], test: (item: T) => boolean): [T[], T[]] {
+  const yes: T[] = [];
+  const no: T[] = [];
+  for (const item of items) (test(item) ? yes : no).push(item);
+  return [yes, no];
+}

@@ -1,0 +1,25 @@
+import { TencentPushClient } from '../../tencent-im/push-client.ts';
+import { SendPacer } from '../../tencent-im/send-pacer.ts';
+import { UserSigCache } from '../../tencent-im/usersig.ts';
+import type { ChannelContext } from '../registry.ts';
+import type { DeliveryChannel } from '../types.ts';
+import { tencentPushChannel } from './channel.ts';
+
+/** The push channel of a deliver process: its own keep-alive client and its own app-wide pacer (timpush quota). */
+export function createTencentPush(ctx: ChannelContext): DeliveryChannel {
+  const { config, logger, metrics } = ctx;
+  const im = config.tencent_im;
+  const push = config.tencent_push;
+  const client = new TencentPushClient(
+    { baseUrl: im.base_url, sdkAppId: im.sdk_app_id, adminIdentifier: im.admin_identifier, requestTimeoutMs: push.request_timeout, maxSockets: 16 },
+    new UserSigCache(im.sdk_app_id, im.secret_key, im.admin_identifier, im.usersig_ttl),
+    logger,
+  );
+  const pacer = new SendPacer(ctx.redis, config.redis.prefix, push.rate_limit_per_second, () => metrics?.sendsRefused.inc(), 'tencent-push');
+  return tencentPushChannel({
+    sender: client, pacer, offlinePush: config.offline_push, fromAccount: im.admin_identifier,
+    maxAccounts: push.batch_max_accounts, lingerMs: push.batch_linger, retryAmbiguous: push.retry_ambiguous,
+    sendTimeoutMs: push.request_timeout * 2, // a re-sign can make it two requests
+    metrics,
+  });
+}

@@ -1,0 +1,115 @@
+import http from 'node:http';
+import https from 'node:https';
+import { randomInt } from 'node:crypto';
+import got, { type Got } from 'got';
+import type { Logger } from 'pino';
+import { classifyErrorCode, type ErrorClass } from './error-codes.ts';
+import type { UserSigCache } from './usersig.ts';
+
+export interface TencentRestOptions {
+  baseUrl: string;
+  sdkAppId: number;
+  adminIdentifier: string;
+  requestTimeoutMs: number;
+  maxSockets: number;
+}
+
+/** A Tencent answer with ErrorCode 0 and ActionStatus OK: the parsed body. */
+export interface RestOk {
+  kind: 'ok';
+  body: Record<string, unknown>;
+  latencyMs: number;
+}
+
+/** Anything else. `mayHaveArrived`: the whole request was written and no answer came, so Tencent may have acted on it. */
+export interface RestFailure {
+  kind: 'retry' | 'rate_limited' | 'permanent';
+  code: string;
+  message: string;
+  latencyMs: number;
+  mayHaveArrived: boolean;
+}
+
+/**
+ * Tencent IM's REST scheme (`v4/<service>/<command>?sdkappid&identifier&usersig&random&contenttype=json`) over one
+ * keep-alive agent, with the admin UserSig re-minted once when Tencent rejects it. Shared by sendmsg and
+ * timpush/batch, which differ only in path, body and answer.
+ */
+export class TencentRest {
+  private readonly http: Got;
+  private readonly agents: { http: http.Agent; https: https.Agent };
+
+  constructor(
+    private readonly options: TencentRestOptions,
+    private readonly userSig: UserSigCache,
+    private readonly logger?: Logger,
+  ) {
+    this.agents = {
+      http: new http.Agent({ keepAlive: true, maxSockets: options.maxSockets }),
+      https: new https.Agent({ keepAlive: true, maxSockets: options.maxSockets }),
+    };
+    this.http = got.extend({
+      prefixUrl: options.baseUrl.replace(/\/+$/, ''),
+      agent: this.agents,
+      timeout: { request: options.requestTimeoutMs },
+      retry: { limit: 0 }, // retries belong to the ledger and BullMQ, not to the HTTP call
+      throwHttpErrors: false,
+      responseType: 'text',
+      headers: { 'content-type': 'application/json' },
+    });
+  }
+
+  async call(path: string, body: string): Promise<RestOk | RestFailure> {
+    const first = await this.post(path, body);
+    if (first.kind === 'resign') {
+      // The cached sig was rejected: mint a fresh one and try once more within the same attempt.
+      this.logger?.warn({ code: first.code, error: first.message }, 'Tencent IM rejected the admin UserSig; minted a new one');
+      this.userSig.invalidate();
+      // A fresh sig rejected too means a config problem (wrong key or clock); it stays a retryable error so a fixed
+      // config heals the backlog within the retry budget.
+      const second = await this.post(path, body);
+      return second.kind === 'resign' ? { ...second, kind: 'retry' } : (second as RestOk | RestFailure);
+    }
+    return first as RestOk | RestFailure;
+  }
+
+  private async post(path: string, body: string): Promise<RestOk | (Omit<RestFailure, 'kind'> & { kind: ErrorClass })> {
+    const started = performance.now();
+    const searchParams = new URLSearchParams({
+      sdkappid: String(this.options.sdkAppId),
+      identifier: this.options.adminIdentifier,
+      usersig: this.userSig.get(),
+      random: String(randomInt(0, 2 ** 32 - 1)),
+      contenttype: 'json',
+    });
+    const latency = () => Math.round(performance.now() - started);
+    let response;
+    try {
+      response = await this.http.post(path, { body, searchParams });
+    } catch (err) {
+      // got's errors carry the request URL (with the UserSig); keep only the code and a generic message.
+      const code = (err as { code?: string }).code ?? 'NETWORK';
+      const uploaded = (err as { timings?: { upload?: number } }).timings?.upload !== undefined;
+      return { kind: 'retry', code, message: `transport error ${code}${uploaded ? ' after the request was sent' : ''}`, latencyMs: latency(), mayHaveArrived: uploaded };
+    }
+    if (response.statusCode !== 200) {
+      // Tencent answers every business outcome with 200; another status is its gateway's, before processing.
+      return { kind: 'retry', code: `HTTP_${response.statusCode}`, message: `HTTP ${response.statusCode}`, latencyMs: latency(), mayHaveArrived: false };
+    }
+    let parsed: Record<string, unknown>;
+    try {
+      parsed = JSON.parse(response.body) as Record<string, unknown>;
+    } catch {
+      return { kind: 'retry', code: 'BAD_RESPONSE', message: 'response body is not JSON', latencyMs: latency(), mayHaveArrived: true };
+    }
+    const errorCode = typeof parsed.ErrorCode === 'number' ? parsed.ErrorCode : -1;
+    if (errorCode === 0 && parsed.ActionStatus === 'OK') return { kind: 'ok', body: parsed, latencyMs: latency() };
+    const message = String(parsed.ErrorInfo ?? 'no ErrorInfo').slice(0, 512);
+    return { kind: classifyErrorCode(errorCode), code: String(errorCode), message, latencyMs: latency(), mayHaveArrived: false };
+  }
+
+  close(): void {
+    this.agents.http.destroy();
+    this.agents.https.destroy();
+  }
+}

@@ -1,0 +1,138 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import pino from 'pino';
+import { createTestEnv, waitFor, type TestEnv } from '../helpers/env.ts';
+import { insertActivityRows } from '../helpers/activity.ts';
+import { startPipeline } from '../helpers/pipeline.ts';
+import { configSchema } from '../../src/config/schema.ts';
+import { CHANNEL_MODULES } from '../../src/channels/registry.ts';
+import { dataIdOf } from '../../src/channels/tencent-push/channel.ts';
+import { fitOfflinePush, offlinePushBytes, renderOfflinePush } from '../../src/tencent-im/offline-push.ts';
+import type { ChannelOutcome, DeliveryChannel } from '../../src/channels/types.ts';
+import type { LedgerRow } from '../../src/ledger/types.ts';
+import type { NoticeProcess } from '../../cli/run-roles.ts';
+
+const offlinePush = configSchema.parse({ mysql: { url: 'mysql://x/y' }, redis: { url: 'redis://x' } }).offline_push;
+const row = (over: Partial<LedgerRow> = {}): LedgerRow => {
+  const now = Date.now();
+  return {
+    sourceName: 'activity_outbox', appCode: 'lalu', sourceEventId: `p_${Math.random()}`, channel: 'tencent_push', eventType: 'SystemNotice', userId: '80001', noticeKind: 'activity_notice',
+    status: 'delivering', attemptCount: 0, claimCount: 1, lockedBy: 'test', lockUntilMs: now + 20_000, nextRetryAtMs: null, lastErrorCode: null, lastError: null,
+    payload: '{"title_key":"t","body_key":"b"}', imMsgKey: null, sourceRowId: 1, sourceCreatedAtMs: now, createdAtMs: now, updatedAtMs: now, deliveredAtMs: null,
+    supersedeVersion: null, supersedeKey: null, supersededBy: null, ...over,
+  };
+};
+
+describe('rendering a push (pure)', () => {
+  it('fills the kind template in the payload language, keeps vendor classes private, and refuses kinds that must not push', () => {
+    const vip = renderOfflinePush(offlinePush, { eventType: 'VipActivated', noticeKind: 'vip_notice', sourceEventId: 'e', payload: '{"vip_name":"VIP6","level":6,"language":"zh"}' });
+    expect(vip).toMatchObject({ push: true, info: { PushFlag: 0, Title: 'VIP VIP6', Desc: '你的 VIP 等级已变为 6。', AndroidInfo: { HuaWeiCategory: 'IM', OPPOCategory: 'IM', VIVOClassification: 1, HonorImportance: 'NORMAL' } } });
+    if (vip.push) expect(JSON.parse(vip.info.Ext!)).toEqual({ kind: 'vip_notice', event_type: 'VipActivated' });
+    expect(renderOfflinePush(offlinePush, { eventType: 'VipActivated', noticeKind: 'vip_notice', sourceEventId: 'e', payload: '{"vip_name":"V","level":1,"language":"fr"}' })).toMatchObject({ info: { Desc: 'Your VIP level is now 1.' } });
+    expect(renderOfflinePush(offlinePush, { eventType: 'WalletBalanceChanged', noticeKind: 'wallet_notice', sourceEventId: 'e', payload: '{}' })).toMatchObject({ push: false, reason: expect.stringContaining('no_push_kinds') });
+    expect(renderOfflinePush(offlinePush, { eventType: 'X', noticeKind: 'other_notice', sourceEventId: 'e', payload: '{}' })).toMatchObject({ push: false, reason: expect.stringContaining('no offline_push.templates entry') });
+    // Identical notices to different users render identically: that is what lets them share a call.
+    const a = renderOfflinePush(offlinePush, { eventType: 'SystemNotice', noticeKind: 'activity_notice', sourceEventId: 'a', payload: '{"title_key":"t"}' });
+    const b = renderOfflinePush(offlinePush, { eventType: 'SystemNotice', noticeKind: 'activity_notice', sourceEventId: 'b', payload: '{"title_key":"t"}' });
+    expect(a).toEqual(b);
+  });
+
+  it('fits a push into what the 12 KB message leaves: the body is shortened first, and a message with no room goes without a push', () => {
+    const info = { PushFlag: 0 as const, Title: '标题'.repeat(40), Desc: '很长的正文'.repeat(500), Ext: '{"kind":"activity_notice"}' };
+    const fitted = fitOfflinePush(info, 11_000, 12 * 1024);
+    expect(11_000 + offlinePushBytes(fitted)).toBeLessThanOrEqual(12 * 1024);
+    expect(fitted.Desc!.endsWith('…')).toBe(true);
+    expect(fitted.Title).toBe(info.Title);
+    expect(fitOfflinePush(info, 12 * 1024, 12 * 1024)).toEqual({ PushFlag: 1 });
+    expect(Buffer.byteLength(dataIdOf([row(), row()]))).toBe(64);
+  });
+});
+
+let env: TestEnv | undefined;
+let channel: DeliveryChannel | undefined;
+let proc: NoticeProcess | undefined;
+afterEach(async () => {
+  await proc?.stop();
+  channel?.close?.();
+  await env?.close();
+  env = channel = proc = undefined;
+});
+
+async function pushChannel(overrides: Record<string, unknown> = {}): Promise<DeliveryChannel> {
+  env = await createTestEnv({ tencent_push: { enabled: true, request_timeout: '300ms', ...overrides } });
+  const module = CHANNEL_MODULES.find((m) => m.name === 'tencent_push')!;
+  channel = await module.create({ config: env.config, pool: env.notice, redis: env.redis, newerVersion: async () => null, logger: pino({ level: 'silent' }) });
+  return channel;
+}
+const send = (c: DeliveryChannel, r: LedgerRow): Promise<ChannelOutcome> => c.send(r, { lockUntilMs: r.lockUntilMs });
+
+describe('the tencent_push channel against fake-im', () => {
+  it('identical pushes share one call; ErrorList fails only its own account', async () => {
+    const c = await pushChannel({ batch_linger: '50ms' });
+    env!.fakeIm.setPushFaults({ not_imported: ['80007'] });
+    const rows = Array.from({ length: 40 }, (_, i) => row({ userId: String(80000 + i) }));
+    const outcomes = await Promise.all(rows.map((r) => send(c, r)));
+    const pushes = env!.fakeIm.pushes();
+    expect(pushes).toHaveLength(1);
+    expect(pushes[0]!.accounts).toHaveLength(39);
+    expect(pushes[0]!.dataId).toBe(dataIdOf(rows));
+    expect(outcomes.filter((o) => o.kind === 'delivered')).toHaveLength(39);
+    expect(outcomes[7]).toMatchObject({ kind: 'permanent', code: '70107' });
+    expect(outcomes[0]).toMatchObject({ kind: 'delivered', ref: `push:${pushes[0]!.taskId}` });
+  });
+
+  it('different texts go in different calls; one account twice waits for the next call', async () => {
+    const c = await pushChannel({ batch_linger: '30ms' });
+    const vip = row({ eventType: 'VipActivated', noticeKind: 'vip_notice', payload: '{"vip_name":"V","level":2}' });
+    await Promise.all([send(c, row()), send(c, row()), send(c, vip)]);
+    const calls = env!.fakeIm.pushes().map((p) => p.accounts);
+    expect(calls).toEqual(expect.arrayContaining([['80001'], ['80001'], ['80001']]));
+    expect(calls).toHaveLength(3);
+  });
+
+  it('a request that may have reached Tencent is delivered_unconfirmed by default and retried with retry_ambiguous: true; definite failures retry either way', async () => {
+    for (const retryAmbiguous of [false, true]) {
+      const c = await pushChannel({ retry_ambiguous: retryAmbiguous, batch_linger: '0ms' });
+      env!.fakeIm.setPushFaults({ reset_after_processing_rate: 1 });
+      const reset = await send(c, row());
+      expect(env!.fakeIm.pushes()).toHaveLength(1); // it did reach "Tencent"
+      expect(reset.kind).toBe(retryAmbiguous ? 'retry' : 'unconfirmed');
+      env!.fakeIm.setPushFaults({ timeout_rate: 1, timeout_ms: 600 });
+      expect((await send(c, row())).kind).toBe(retryAmbiguous ? 'retry' : 'unconfirmed');
+      env!.fakeIm.setPushFaults({ http_errors: 1 });
+      expect(await send(c, row())).toMatchObject({ kind: 'retry', code: 'HTTP_502' });
+      env!.fakeIm.setPushFaults({ errors: [{ code: 91000, count: 1 }] });
+      expect(await send(c, row())).toMatchObject({ kind: 'retry', code: '91000' });
+      env!.fakeIm.setPushFaults({});
+      channel?.close?.();
+      await env!.close();
+      env = channel = undefined;
+    }
+    // Nothing listening: refused before anything was sent, so retried even with retry_ambiguous false.
+    const c = await pushChannel({ batch_linger: '0ms' });
+    channel?.close?.();
+    const closed = await createTestEnv({ tencent_im: { base_url: 'http://127.0.0.1:9' }, tencent_push: { enabled: true, request_timeout: '300ms', batch_linger: '0ms' } });
+    const refused = await CHANNEL_MODULES.find((m) => m.name === 'tencent_push')!.create({ config: closed.config, pool: closed.notice, redis: closed.redis, newerVersion: async () => null, logger: pino({ level: 'silent' }) });
+    expect(await send(refused, row())).toMatchObject({ kind: 'retry', code: 'ECONNREFUSED' });
+    refused.close?.();
+    await closed.close();
+    void c;
+  });
+
+  it('an activity notice reaches the user as a C2C message and a push, once each; a push outage leaves C2C untouched and drains after', async () => {
+    env = await createTestEnv({
+      wallet_notice_worker: { enabled: false }, activity_notice_worker: { enabled: true, poll_interval: '50ms', lock_ttl: '3s', gap_grace: '5s', max_retry_count: 20 },
+      tencent_push: { enabled: true, batch_linger: '10ms' },
+    });
+    env.fakeIm.setPushFaults({ http_errors: 1_000_000 });
+    await insertActivityRows(env.owner, env.config.activity_database, Array.from({ length: 5 }, (_, i) => ({ event_id: `aev_p${i}`, event_type: 'SystemNotice', user_id: String(90000 + i), payload: { title_key: 't', body_key: 'b' } })));
+    proc = await startPipeline(env.config);
+    const byChannel = async () => (await env!.notice.query<any[]>('SELECT channel, status, COUNT(*) AS n FROM notice_delivery_events GROUP BY channel, status ORDER BY channel, status'))[0].map((r) => `${r.channel}:${r.status}:${r.n}`).join();
+    await waitFor(byChannel, (s) => s.includes('tencent_im_c2c:delivered:5') && s.includes('tencent_push:retryable'), 15_000, 'C2C delivered while push retries');
+    expect(env.fakeIm.pushes()).toHaveLength(0);
+    env.fakeIm.setPushFaults({});
+    await waitFor(byChannel, (s) => s === 'tencent_im_c2c:delivered:5,tencent_push:delivered:5', 20_000, 'push drains after the outage');
+    expect(env.fakeIm.delivered()).toHaveLength(5);
+    const pushed = env.fakeIm.pushes().filter((p) => !p.duplicate).flatMap((p) => p.accounts).sort();
+    expect(pushed).toEqual(['90000', '90001', '90002', '90003', '90004']);
+  });
+});
