@@ -7,6 +7,7 @@ import type { NoticeConfig } from '../src/config/schema.ts';
 import { LedgerQueries } from '../src/ledger/queries.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
 import { sourcePolicy } from '../src/notices/registry.ts';
+import { channelModule } from '../src/channels/registry.ts';
 import { AuditLog } from '../src/ops/audit-log.ts';
 import { DeliveryHistory } from '../src/ledger/history.ts';
 import { RejectStore } from '../src/intake/reject-store.ts';
@@ -37,14 +38,14 @@ export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Del
 
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(`${base}/queues`);
-  const adapters = queues.all.map((queue) => {
+  const adapters = queues.channelNames.flatMap((channel) => queues.ofChannel(channel).map((queue) => {
     // Retrying a BullMQ job cannot revive a failed ledger row (its claim would refuse it), so the board's retry is hidden;
     // operators requeue from the Notices page, which moves the ledger row first.
-    const adapter = new BullMQAdapter(queue, { readOnlyMode: settings.read_only, allowRetries: false, description: 'Tencent IM C2C notices; job data is the ledger key only. Requeue failed events from Notices.' });
+    const adapter = new BullMQAdapter(queue, { readOnlyMode: settings.read_only, allowRetries: false, description: `${channelModule(channel)?.description ?? channel}; job data is the ledger key only. Requeue failed events from Notices.` });
     // Job data is only the ledger key; show exactly that, whatever a future producer adds.
     adapter.setFormatter('data', (data: DeliverJobData) => ({ sourceName: data?.sourceName, appCode: data?.appCode, sourceEventId: data?.sourceEventId, channel: data?.channel, eventType: data?.eventType }));
     return adapter;
-  });
+  }));
   createBullBoard({
     queues: adapters,
     serverAdapter,

@@ -83,8 +83,9 @@ describe('dashboard', () => {
     const requeue = await fetch(`${base}/api/notices/requeue`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: JSON.stringify({ keys: [] }) });
     expect(requeue.status).toBe(405);
     const queues = await (await fetch(`${base}/queues/api/queues`, { headers: auth() })).json();
-    // C2C: one queue per prioritised kind, most urgent first, and the shared one; then the inbox's; all read-only.
-    expect(queues.queues.map((q: { name: string }) => q.name)).toEqual(['deliver-tencent-im-c2c-room_notice', 'deliver-tencent-im-c2c-vip_notice', 'deliver-tencent-im-c2c-activity_notice', 'deliver-tencent-im-c2c-wallet_notice', 'deliver-tencent-im-c2c', 'deliver-inbox']);
+    // C2C: one queue per prioritised kind, most urgent first, and the shared one; then the inbox's and push's (every
+    // registered channel, so a disabled channel's leftover jobs stay visible); all read-only.
+    expect(queues.queues.map((q: { name: string }) => q.name)).toEqual(['deliver-tencent-im-c2c-room_notice', 'deliver-tencent-im-c2c-vip_notice', 'deliver-tencent-im-c2c-activity_notice', 'deliver-tencent-im-c2c-wallet_notice', 'deliver-tencent-im-c2c', 'deliver-inbox', 'deliver-tencent-push']);
     expect(queues.queues.every((q: { readOnlyMode: boolean }) => q.readOnlyMode)).toBe(true);
     // Job data shown is the ledger key, nothing else.
     const failedJobs = await (await fetch(`${base}/queues/api/queues?activeQueue=deliver-tencent-im-c2c-wallet_notice&status=failed&page=1`, { headers: auth() })).json();

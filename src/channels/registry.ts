@@ -23,6 +23,8 @@ export interface ChannelModule {
   name: string;
   /** The YAML block that configures it. */
   configKey: string;
+  /** What its queues carry, for operators (the dashboard's queue description). */
+  description: string;
   /** The notice kinds it takes (`*` = every kind; empty = unused). */
   kinds(config: NoticeConfig): readonly string[];
   /** Kinds with a BullMQ queue of their own in this channel (the rest share one). */
@@ -42,6 +44,7 @@ export const CHANNEL_MODULES: readonly ChannelModule[] = [
   {
     name: CHANNEL_TENCENT_IM_C2C,
     configKey: 'tencent_im',
+    description: 'Tencent IM C2C messages',
     kinds: (config) => config.tencent_im.kinds,
     ownQueueKinds: (config) => prioritisedKinds(config),
     concurrency: (config) => config.deliver.concurrency,
@@ -51,6 +54,7 @@ export const CHANNEL_MODULES: readonly ChannelModule[] = [
   {
     name: CHANNEL_INBOX,
     configKey: 'inbox',
+    description: 'Site inbox entries (MySQL)',
     kinds: (config) => (config.inbox.enabled ? config.inbox.kinds : []),
     ownQueueKinds: () => [],
     concurrency: (config) => config.inbox.concurrency,
@@ -60,6 +64,7 @@ export const CHANNEL_MODULES: readonly ChannelModule[] = [
   {
     name: CHANNEL_TENCENT_PUSH,
     configKey: 'tencent_push',
+    description: 'Phone pushes (Tencent TIMPush batch)',
     kinds: (config) => (config.tencent_push.enabled ? config.tencent_push.kinds : []),
     ownQueueKinds: () => [],
     concurrency: (config) => config.tencent_push.concurrency,

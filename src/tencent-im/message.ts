@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { OfflinePushInfo } from './offline-push.ts';
 
 /** Tencent's limit for one message: the sum of its element fields. */
 export const MAX_MESSAGE_BYTES = 12 * 1024;
@@ -11,6 +12,8 @@ export interface C2CNotice {
   data: string;
   /** Stable per logical message, so every retry hits Tencent's 120 s duplicate filter. */
   dedupSeed: string;
+  /** The phone notification Tencent sends when the user is offline (PushFlag 1: none). */
+  offlinePush?: OfflinePushInfo;
 }
 
 export function messageBytes(data: string, ext: string): number {
@@ -32,5 +35,6 @@ export function buildSendMsgBody(notice: C2CNotice, msgLifeTimeSeconds: number):
     MsgSeq: msgSeq,
     MsgRandom: msgRandom,
     MsgBody: [{ MsgType: 'TIMCustomElem', MsgContent: { Data: notice.data, Ext: notice.ext } }],
+    ...(notice.offlinePush ? { OfflinePushInfo: notice.offlinePush } : {}),
   };
 }

@@ -74,6 +74,17 @@ export function renderOfflinePush(config: OfflinePushConfig, row: { eventType: s
   return { push: true, info: { PushFlag: 0, Title: title, Desc: body, Ext: ext, ...vendorFields(config) } };
 }
 
+/**
+ * The OfflinePushInfo a C2C notice carries: none (PushFlag 1) for kinds that must not push and for kinds the
+ * tencent_push channel already pushes (one notification, not two); the rendered push, fitted into the message's
+ * 12 KB, for kinds with a template; nothing for the rest (a lone TIMCustomElem without Desc pushes nothing).
+ */
+export function c2cOfflinePush(config: OfflinePushConfig, row: { eventType: string; noticeKind: string; sourceEventId: string; payload: string | null }, pushedByPushChannel: boolean, messageBytes: number, limitBytes: number): OfflinePushInfo | undefined {
+  if (pushedByPushChannel || config.no_push_kinds.includes(row.noticeKind)) return { PushFlag: 1 };
+  const rendered = renderOfflinePush(config, row);
+  return rendered.push ? fitOfflinePush(rendered.info, messageBytes, limitBytes) : undefined;
+}
+
 /** Bytes an OfflinePushInfo adds to a message, as Tencent counts its text fields. */
 export function offlinePushBytes(info: OfflinePushInfo): number {
   return Buffer.byteLength(info.Title ?? '') + Buffer.byteLength(info.Desc ?? '') + Buffer.byteLength(info.Ext ?? '');

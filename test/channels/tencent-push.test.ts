@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { createTestEnv, waitFor, type TestEnv } from '../helpers/env.ts';
 import { insertActivityRows } from '../helpers/activity.ts';
+import { balanceChanged, insertWalletRows, vipActivated } from '../helpers/outbox.ts';
 import { startPipeline } from '../helpers/pipeline.ts';
 import { configSchema } from '../../src/config/schema.ts';
 import { CHANNEL_MODULES } from '../../src/channels/registry.ts';
@@ -134,5 +135,19 @@ describe('the tencent_push channel against fake-im', () => {
     expect(env.fakeIm.delivered()).toHaveLength(5);
     const pushed = env.fakeIm.pushes().filter((p) => !p.duplicate).flatMap((p) => p.accounts).sort();
     expect(pushed).toEqual(['90000', '90001', '90002', '90003', '90004']);
+    // The push channel sends the phone notification, so the C2C message carries none (one notification, not two).
+    expect(env.fakeIm.delivered().map((m) => m.offlinePush)).toEqual(Array(5).fill({ PushFlag: 1 }));
+  });
+
+  it('without the push channel the C2C notice carries the rendered OfflinePushInfo; balance updates carry PushFlag 1', async () => {
+    env = await createTestEnv({});
+    await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(1), vipActivated(2)]);
+    proc = await startPipeline(env.config);
+    await waitFor(async () => env!.fakeIm.delivered().length, (n) => n === 2, 15_000);
+    const byExt = Object.fromEntries(env.fakeIm.delivered().map((m) => [m.ext, m.offlinePush]));
+    expect(byExt.wallet_notice).toEqual({ PushFlag: 1 });
+    expect(byExt.vip_notice).toMatchObject({ PushFlag: 0, Title: 'VIP VIP6', Desc: 'Your VIP level is now 6.', AndroidInfo: { HuaWeiCategory: 'IM', VIVOCategory: 'IM' } });
+    // The message's Data is the seed payload, untouched.
+    expect(JSON.parse(env.fakeIm.delivered().find((m) => m.ext === 'vip_notice')!.data)).toMatchObject({ event_type: 'VipActivated', level: 6 });
   });
 });

@@ -35,6 +35,10 @@ export interface Scenario {
   writer?: Partial<WriterOptions>;
   config?: Record<string, unknown>;
   faults?: Faults;
+  /** Faults for fake-im's timpush/batch (the tencent_push channel). */
+  pushFaults?: Faults;
+  /** Runs after the writers and the injection, before the drain (e.g. a push outage ends). */
+  beforeDrain?: (h: Harness) => Promise<void>;
   /** Runs while the writers write; `progress()` is the share of events committed so far. */
   inject?: (h: Harness) => Promise<void>;
   /** Users fake-im never imported: their events must end failed, not lost. */
@@ -68,6 +72,10 @@ export interface ChannelCounts {
   failed: number;
   /** Finished unsent because a newer version of the same balance was delivered (checked: one was). */
   superseded: number;
+  /** delivered_unconfirmed: the request may have arrived and was not resent (push, retry_ambiguous: false). */
+  unconfirmed: number;
+  /** Of those, the ones that did not reach the user after all (a cut before the provider processed it). */
+  unconfirmed_unreached: number;
   stuck: number;
   lost: number;
 }
@@ -122,6 +130,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   const dir = join(OUT_DIR, s.name);
   mkdirSync(dir, { recursive: true });
   env.fakeIm.setFaults({ ...(s.faults ?? {}), not_imported: s.notImported ?? [] });
+  env.fakeIm.setPushFaults(s.pushFaults ?? {});
   const injections: string[] = [];
   const procs: Harness['procs'] = [];
   let committed = 0;
@@ -205,6 +214,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     await s.inject?.(h);
     injecting = false;
   })(), sideStream()]);
+  await s.beforeDrain?.(h);
   const writtenAt = Date.now();
   // What the owners committed is what the outbox holds (a commit cut by a server restart may have landed or not).
   const [outboxRows] = await retry(() => env.owner.query<any[]>(`SELECT event_id, event_type, user_id FROM \`${env.config.wallet_database}\`.wallet_outbox`));
@@ -217,14 +227,18 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     for (const r of rows) committedIds.add(r.event_id as string);
   }
   const inboxKinds = new Set(env.config.inbox.kinds);
-  const channelsOf = (id: string) => (inboxKinds.has(intended.get(id)!.kind) ? ['tencent_im_c2c', 'inbox'] : ['tencent_im_c2c']);
+  const pushKinds = new Set(env.config.tencent_push.enabled ? env.config.tencent_push.kinds : []);
+  const channelsOf = (id: string) => {
+    const kind = intended.get(id)!.kind;
+    return ['tencent_im_c2c', ...(inboxKinds.has(kind) ? ['inbox'] : []), ...(pushKinds.has(kind) ? ['tencent_push'] : [])];
+  };
   const expectedRows = [...committedIds].reduce((n, id) => n + channelsOf(id).length, 0);
 
   // Drain: every committed event reaches a final ledger state.
   let finalCount = 0;
   const deadline = Date.now() + 180_000;
   while (Date.now() < deadline) {
-    const [rows] = await retry(() => env.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_delivery_events WHERE status IN ('delivered', 'failed', 'superseded')"));
+    const [rows] = await retry(() => env.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_delivery_events WHERE status IN ('delivered', 'delivered_unconfirmed', 'failed', 'superseded')"));
     finalCount = Number(rows[0].n);
     if (finalCount >= expectedRows) break;
     await sleep(250);
@@ -240,7 +254,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   const ledgerByKey = new Map(ledger.map((r) => [`${r.source_event_id}|${r.channel}`, r]));
   // What reached users, per channel: fake-im's accepted messages, and the rows in the inbox table.
   const messages = env.fakeIm.messages();
-  const reached: Record<string, Map<string, string[]>> = { tencent_im_c2c: new Map(), inbox: new Map() };
+  const reached: Record<string, Map<string, string[]>> = { tencent_im_c2c: new Map(), inbox: new Map(), tencent_push: new Map() };
   for (const m of messages) {
     if (m.duplicate) continue;
     const id = JSON.parse(m.data).event_id as string;
@@ -248,11 +262,20 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   }
   const [items] = await retry(() => env.notice.query<any[]>('SELECT source_event_id, user_id FROM notice_inbox_items'));
   for (const it of items) reached.inbox!.set(it.source_event_id, [...(reached.inbox!.get(it.source_event_id) ?? []), it.user_id]);
+  // A push carries accounts, not event ids; every push-kind fact of the side stream has a user of its own.
+  const pushEventOfUser = new Map([...intended].filter(([, v]) => pushKinds.has(v.kind)).map(([id, v]) => [v.user, id]));
+  for (const p of env.fakeIm.pushes()) {
+    if (p.duplicate) continue;
+    for (const user of p.accounts) {
+      const id = pushEventOfUser.get(user) ?? `unknown-push-user-${user}`;
+      reached.tencent_push!.set(id, [...(reached.tencent_push!.get(id) ?? []), user]);
+    }
+  }
 
   const failedByCode: Record<string, number> = {};
   for (const r of ledger) if (r.status === 'failed') failedByCode[`${r.channel === 'inbox' ? 'inbox:' : ''}${r.last_error_code}`] = (failedByCode[`${r.channel === 'inbox' ? 'inbox:' : ''}${r.last_error_code}`] ?? 0) + 1;
   const byChannel: Record<string, ChannelCounts> = {};
-  for (const channel of Object.keys(reached)) byChannel[channel] = { expected: 0, delivered: 0, failed: 0, superseded: 0, stuck: 0, lost: 0 };
+  for (const channel of Object.keys(reached)) byChannel[channel] = { expected: 0, delivered: 0, failed: 0, superseded: 0, unconfirmed: 0, unconfirmed_unreached: 0, stuck: 0, lost: 0 };
   let misdirected = 0;
   for (const id of committedIds) {
     for (const channel of channelsOf(id)) {
@@ -260,9 +283,13 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
       counts.expected++;
       const row = ledgerByKey.get(`${id}|${channel}`);
       const got = reached[channel]!.get(id) ?? [];
-      if (row && !['failed', 'delivered', 'superseded'].includes(row.status)) counts.stuck++;
+      if (row && !['failed', 'delivered', 'delivered_unconfirmed', 'superseded'].includes(row.status)) counts.stuck++;
       else if (!row || (row.status === 'delivered' && got.length === 0) || (channel === 'tencent_im_c2c' && unjustifiedIds.has(id))) counts.lost++;
       else if (row.status === 'delivered') counts.delivered++;
+      else if (row.status === 'delivered_unconfirmed') {
+        counts.unconfirmed++;
+        if (got.length === 0) counts.unconfirmed_unreached++;
+      }
       else if (row.status === 'failed') counts.failed++;
       else counts.superseded++;
       misdirected += got.filter((user) => user !== intended.get(id)!.user).length;

@@ -1,6 +1,7 @@
 import { CHANNEL_TENCENT_IM_C2C, formatKey, type LedgerRow } from '../../ledger/types.ts';
 import type { NoticeMetrics } from '../../observability/metrics.ts';
 import type { TencentImSender } from '../../tencent-im/client.ts';
+import type { OfflinePushInfo } from '../../tencent-im/offline-push.ts';
 import type { ChannelOutcome, DeliveryChannel, SendContext } from '../types.ts';
 import type { SendPacer } from '../../tencent-im/send-pacer.ts';
 
@@ -18,6 +19,8 @@ export interface TencentImC2CDeps {
   priorityLeadMs(noticeKind: string): number;
   /** The longest one send can take (the HTTP timeout): a send must end within the ledger lock it holds. */
   sendTimeoutMs: number;
+  /** The notice's OfflinePushInfo (see c2cOfflinePush), or none. */
+  offlinePush?(row: LedgerRow): OfflinePushInfo | undefined;
   metrics?: NoticeMetrics;
   now?: () => number;
 }
@@ -55,7 +58,7 @@ export function tencentImC2CChannel(deps: TencentImC2CDeps): DeliveryChannel {
         return { kind: 'not_now', code: 'SEND_SLOT_WAIT', message: 'no send slot within the ledger lock', retryAtMs: at + (slot.sent ? 50 : slot.retryInMs) };
       }
       deps.metrics?.sendSlotWait.observe((now() - slotAskedMs) / 1000);
-      const sent = await deps.sender.sendC2C({ toAccount: row.userId, ext: row.noticeKind, data: row.payload ?? '', dedupSeed: formatKey(row) });
+      const sent = await deps.sender.sendC2C({ toAccount: row.userId, ext: row.noticeKind, data: row.payload ?? '', dedupSeed: formatKey(row), offlinePush: deps.offlinePush?.(row) });
       return sent.kind === 'delivered' ? { kind: 'delivered', ref: sent.msgKey, latencyMs: sent.latencyMs } : sent;
     },
 

@@ -1,4 +1,8 @@
 import { TencentImClient } from '../../tencent-im/client.ts';
+import { MAX_MESSAGE_BYTES, messageBytes } from '../../tencent-im/message.ts';
+import { c2cOfflinePush } from '../../tencent-im/offline-push.ts';
+import { CHANNEL_TENCENT_PUSH } from '../../ledger/types.ts';
+import { channelRoutes } from '../routing.ts';
 import { UserSigCache } from '../../tencent-im/usersig.ts';
 import type { ChannelContext } from '../registry.ts';
 import type { DeliveryChannel } from '../types.ts';
@@ -15,6 +19,7 @@ export function createTencentImC2C(ctx: ChannelContext): DeliveryChannel {
     logger,
   );
   // Tencent's quota is per app, not per process: the pacer's clock lives in Redis and every deliver process shares it.
+  const routes = channelRoutes(config);
   const pacer = new SendPacer(ctx.redis, config.redis.prefix, im.rate_limit_per_second, () => metrics?.sendsRefused.inc());
   return tencentImC2CChannel({
     sender: client,
@@ -23,6 +28,7 @@ export function createTencentImC2C(ctx: ChannelContext): DeliveryChannel {
     skipsSuperseded: (eventType) => config.deliver.skip_superseded[eventType] === true,
     priorityLeadMs: (kind) => config.deliver.priority[kind] ?? 0,
     sendTimeoutMs: im.request_timeout * 2, // a re-sign can make it two requests
+    offlinePush: (row) => c2cOfflinePush(config.offline_push, row, routes(row.eventType, row.noticeKind).includes(CHANNEL_TENCENT_PUSH), messageBytes(row.payload ?? '', row.noticeKind), MAX_MESSAGE_BYTES),
     metrics,
   });
 }
