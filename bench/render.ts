@@ -52,6 +52,11 @@ export function renderMarkdown(r: Record<string, any>): string {
     for (const k of ['list_first_page', 'list_first_page_heavy_user', 'list_unread_heavy_user', 'list_page_50_heavy_user', 'unread_count', 'unread_count_heavy_user', 'mark_all_read_capped_user', 'mark_all_read_heavy_user']) out.push(`| ${k.replace(/_/g, ' ')} | ${i[k].samples} | ${i[k].p50_ms} | ${i[k].p99_ms} |`);
     out.push('');
   }
+  if (r.push_batch) {
+    out.push('**Push batching** (identical SystemNotice pushes, one per user, tencent_push at 30 calls/s; drain from deliver start; median over runs)', '', '| variant | notices | calls | accounts per call (median) | drain s (runs) | one call each at 30/s would take |', '|---|---|---|---|---|---|');
+    for (const v of [r.push_batch.batched, r.push_batch.single]) out.push(`| ${v.variant} | ${v.notices} | ${v.calls} | ${v.accounts_per_call_median} | ${v.drain_seconds} (${v.drain_runs.join(', ')}) | ${v.unbatched_seconds_at_rate} s |`);
+    out.push('');
+  }
   if (r.footprint) out.push(`**Footprint**: Redis ${r.footprint.redis_bytes_per_waiting_job} bytes per waiting job; ingest peak RSS ${r.footprint.ingest_peak_rss_mb} MB.`, '');
   out.push(...targets(r));
   return out.join('\n');

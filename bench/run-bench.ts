@@ -1,11 +1,12 @@
 /**
  * `npm run bench`: real notice-service processes against the local MariaDB, a private redis-server and fake-im
  * (answering after 20 ms, like a regional API). Prints a markdown table and writes bench/report.{md,json}.
- * BENCH_SMOKE=1 runs every phase tiny (seconds) to keep the bench working in CI; BENCH_ONLY=a,b picks phases (capacity, baseline, latency, latency_limited, ratelimit, overload, recovery, growth, inbox, sparse, footprint);
+ * BENCH_SMOKE=1 runs every phase tiny (seconds) to keep the bench working in CI; BENCH_ONLY=a,b picks phases (capacity, baseline, latency, latency_limited, ratelimit, overload, recovery, growth, inbox, push_batch, sparse, footprint);
  * BENCH_RUNS sets the repetitions whose median is reported.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { runInboxBench } from './inbox.ts';
+import { runPushBatch } from './push-batch.ts';
 import { renderMarkdown } from './render.ts';
 import { join } from 'node:path';
 import { createWorld, PIPELINE, processUsage, type Counters, type World } from './world.ts';
@@ -359,6 +360,21 @@ if (want('growth')) {
 if (want('inbox')) {
   log('inbox: list, unread count and mark-all-read from a gRPC client over a large notice_inbox_items');
   report.inbox = await runInboxBench(SMOKE ? { items: 20_000, users: 200, heavyUsers: 2, heavyItems: 3000, cappedUsers: 5, cappedItems: 1000 } : { items: 1_000_000, users: 10_000, heavyUsers: 5, heavyItems: 12_000, cappedUsers: 50, cappedItems: 1000 }, log);
+}
+
+if (want('push_batch')) {
+  // 10,000 identical pushes batched, against 1,000 sent one account per call (10,000 would take 333 s at 30/s).
+  const batched = SMOKE ? 300 : 10_000;
+  const single = SMOKE ? 60 : 1_000;
+  const runs: Array<{ batched: Awaited<ReturnType<typeof runPushBatch>>; single: Awaited<ReturnType<typeof runPushBatch>> }> = [];
+  for (let i = 0; i < RUNS; i++) {
+    log(`push_batch: ${batched} identical pushes batched, ${single} one per call, run ${i + 1}/${RUNS}`);
+    runs.push({ batched: await runPushBatch(batched, 500, IM_LATENCY_MS), single: await runPushBatch(single, 1, IM_LATENCY_MS) });
+  }
+  report.push_batch = {
+    batched: { ...runs[0]!.batched, calls: medianOf(runs, (r) => r.batched.calls), drain_seconds: medianOf(runs, (r) => r.batched.drain_seconds), drain_runs: runs.map((r) => r.batched.drain_seconds) },
+    single: { ...runs[0]!.single, calls: medianOf(runs, (r) => r.single.calls), drain_seconds: medianOf(runs, (r) => r.single.drain_seconds), drain_runs: runs.map((r) => r.single.drain_seconds) },
+  };
 }
 
 if (want('sparse')) {

@@ -70,7 +70,10 @@ export async function buildProcess(config: NoticeConfig, roleNames: readonly Rol
   metrics.onScrape(async () => {
     metrics.ready.set((await readiness()).ready ? 1 : 0);
   });
-  if (deliver) metrics.sendRateLimit.set(config.tencent_im.rate_limit_per_second);
+  if (deliver) {
+    metrics.sendRateLimit.set({ channel: 'tencent_im_c2c' }, config.tencent_im.rate_limit_per_second);
+    if (config.tencent_push.enabled) metrics.sendRateLimit.set({ channel: 'tencent_push' }, config.tencent_push.rate_limit_per_second);
+  }
   // The inbox API is stateless over MySQL, so every process with the gRPC port serves it.
   const grpcServices = config.inbox.api_enabled
     ? async (server: import('@grpc/grpc-js').Server) => {

@@ -6,7 +6,8 @@
  * for `redis`, and the in-process RocketMQ proxy fake for `rmq-proxy`. Each service gets its own health and
  * dashboard ports (each container has its own network namespace; one host does not).
  *
- * It asserts what a developer expects from `docker compose up`: wallet, VIP and room notices reach fake-im within
+ * It asserts what a developer expects from `docker compose up`: wallet, VIP, room and activity notices (and the phone
+ * pushes of activity and VIP notices) reach fake-im within
  * two minutes **while RocketMQ is down**; then, once the proxy is up, the demo's kicks come through the MQ entry too.
  * It catches wiring mistakes between services (ports, variable names, depends_on order) that `docker-compose config`
  * cannot. Not covered: the images, the JVMs, MySQL 8.4 itself (see the README's Docker section).
@@ -172,6 +173,8 @@ async function main(): Promise<void> {
     const byKind = (list: Array<{ ext: string }>) => list.reduce<Record<string, number>>((acc, m) => ({ ...acc, [m.ext]: (acc[m.ext] ?? 0) + 1 }), {});
     const first = await waitUntil('wallet, VIP, room and activity notices with RocketMQ down', async () => byKind(await messages()),
       (k) => (k.wallet_notice ?? 0) > 0 && (k.vip_notice ?? 0) > 0 && (k.room_notice ?? 0) > 0 && (k.activity_notice ?? 0) > 0, deadline);
+    // Activity and VIP notices are phone pushes too (configs/docker.yaml routes them to tencent_push).
+    await waitUntil('phone pushes for activity notices', async () => ((await (await fetch(`http://127.0.0.1:${fakeImPort}/_fake/pushes`)).json()) as { stats: { accounts: number } }).stats.accounts, (n) => n > 0, deadline);
     log(`with RocketMQ down, fake-im received ${JSON.stringify(first)}`);
     await waitUntil('the dashboard', async () => (await fetch(`http://127.0.0.1:${ports.get('dashboard')!.dashboard}/admin/notices`, { headers: { authorization: `Basic ${Buffer.from(`admin:${shellEnv.DASHBOARD_PASSWORD}`).toString('base64')}` } })).status, (s) => s === 200, deadline);
 

@@ -49,7 +49,9 @@ describe('npm run dev', () => {
   it.each(['SIGTERM', 'SIGINT'] as const)('pretty-prints, summarises, and stops every child on %s to npm', async (signal) => {
     const dev = await startDev();
     await waitFor(async () => (await fetch(`http://127.0.0.1:${dev.fakeImPort}/_fake/stats`).then((r) => r.json(), () => ({ delivered: 0 })) as { delivered: number }).delivered, (n) => n > 0, 60_000, 'notices delivered by the dev pipeline');
-    await waitFor(async () => /\[dev\] ingested \d+ · delivered \d+/.test(dev.output()), (ok) => ok, 20_000, 'a summary line');
+    await waitFor(async () => /\[dev\] ingested \d+ · delivered \d+ \(inbox \d+, push \d+\)/.test(dev.output()), (ok) => ok, 20_000, 'a summary line');
+    // The demo's activity notices become phone pushes too (configs/dev.yaml turns tencent_push on).
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${dev.fakeImPort}/_fake/pushes`).then((r) => r.json(), () => ({ stats: { accounts: 0 } })) as { stats: { accounts: number } }).stats.accounts, (n) => n > 0, 60_000, 'phone pushes from the dev pipeline');
     // Pretty lines, not JSON: "[HH:MM:ss.lll] INFO: <role> <msg> {rest}" (colours stripped).
     const plain = dev.output().replace(/\x1b\[[0-9;]*m/g, '');
     expect(plain).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: all notice-service started \{/m);

@@ -102,7 +102,7 @@ export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey): Promise
     m.sendLatency.observe({ channel: key.channel, outcome: sent.kind }, sent.latencyMs / 1000);
     if (result === 'delivered' && row.sourceCreatedAtMs) m.endToEndLatency.observe({ source: row.sourceName, channel: key.channel }, Math.max(0, at - row.sourceCreatedAtMs) / 1000);
     if (result === 'retryable') m.retries.inc({ source: row.sourceName, channel: key.channel });
-    if (result === 'rate_limited') m.rateLimitBackoffs.inc();
+    if (result === 'rate_limited') m.rateLimitBackoffs.inc({ channel: key.channel });
   };
   const label = channel.name;
   switch (outcome.kind) {

@@ -273,7 +273,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   }
 
   const failedByCode: Record<string, number> = {};
-  for (const r of ledger) if (r.status === 'failed') failedByCode[`${r.channel === 'inbox' ? 'inbox:' : ''}${r.last_error_code}`] = (failedByCode[`${r.channel === 'inbox' ? 'inbox:' : ''}${r.last_error_code}`] ?? 0) + 1;
+  for (const r of ledger) if (r.status === 'failed') { const code = `${r.channel === 'tencent_im_c2c' ? '' : `${r.channel}:`}${r.last_error_code}`; failedByCode[code] = (failedByCode[code] ?? 0) + 1; }
   const byChannel: Record<string, ChannelCounts> = {};
   for (const channel of Object.keys(reached)) byChannel[channel] = { expected: 0, delivered: 0, failed: 0, superseded: 0, unconfirmed: 0, unconfirmed_unreached: 0, stuck: 0, lost: 0 };
   let misdirected = 0;

@@ -212,6 +212,44 @@ scenarios.push({
   },
 });
 
+/**
+ * Phone pushes on (activity and VIP notices go to C2C, the inbox and tencent_push). One provider misbehaves while the
+ * other is healthy, both ways round: a channel's faults must not hold back, lose or duplicate the other's deliveries.
+ * A push cut after TIMPush processed it is delivered_unconfirmed (retry_ambiguous: false), never resent.
+ */
+const PUSH_ON = { tencent_push: { enabled: true, request_timeout: '1s', batch_linger: '20ms' } };
+scenarios.push({
+  name: 'push-chaos', title: 'TIMPush: 20% 91000, 5% timeouts, resets before and after processing, 502s, a 60007 burst at 30 calls/s; IM healthy', events: n(2000), ingest: 1, deliver: 2,
+  config: PUSH_ON,
+  faults: { delay_ms: 10 },
+  pushFaults: { transient_error_rate: 0.2, timeout_rate: 0.05, timeout_ms: 1500, reset_rate: 0.03, reset_after_processing_rate: 0.03, rate_limit_per_second: 30, rate_limit_counts_rejected: true },
+  sideEveryMs: 100,
+  async inject(h) {
+    await untilProgress(h, 0.4);
+    h.env.fakeIm.setPushFaults({ transient_error_rate: 0.2, timeout_rate: 0.05, timeout_ms: 1500, reset_rate: 0.03, reset_after_processing_rate: 0.03, rate_limit_per_second: 30, rate_limit_counts_rejected: true, http_errors: 10, errors: [{ code: 60007, count: 30 }] });
+    h.note('10 × HTTP 502 and 30 × 60007 on timpush/batch');
+  },
+});
+scenarios.push({
+  name: 'im-chaos-push-healthy', title: 'Tencent IM sendmsg: 30% transient, 5% timeouts, resets, a 60007 burst; TIMPush healthy', events: n(2000), ingest: 1, deliver: 2,
+  config: PUSH_ON,
+  faults: { transient_error_rate: 0.3, timeout_rate: 0.05, timeout_ms: 1500, reset_rate: 0.02, delay_ms: 20 },
+  sideEveryMs: 100,
+  async inject(h) {
+    await untilProgress(h, 0.4);
+    h.env.fakeIm.setFaults({ transient_error_rate: 0.3, timeout_rate: 0.05, timeout_ms: 1500, reset_rate: 0.02, delay_ms: 20, errors: [{ code: 60007, count: 200 }] });
+    h.note('burst of 200 × 60007 on sendmsg');
+  },
+});
+scenarios.push({
+  name: 'push-sigkill', title: 'Pushes on, a deliver SIGKILLed every 3 s (batches cut mid-linger and mid-call)', events: n(2000), ingest: 1, deliver: 3,
+  config: PUSH_ON,
+  faults: { delay_ms: 15 },
+  pushFaults: { delay_ms: 50 },
+  sideEveryMs: 100,
+  inject: killDeliversInTurn,
+});
+
 async function killDeliversInTurn(h: Harness): Promise<void> {
   while (h.writing()) {
     await sleep(3000);
@@ -234,13 +272,15 @@ for (const scenario of scenarios.filter((s) => !only || only.includes(s.name))) 
   process.stderr.write(`[faults] ${scenario.name}: done in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`);
 }
 
-const header = '| scenario | faults injected | written (for inbox) | rolled back / cut | delivered C2C / inbox | superseded | failed (why) | requests | duplicate sends (filtered) | user-visible duplicates | misdirected | lost | stuck | drain s |';
+const header = '| scenario | faults injected | written (for inbox) | rolled back / cut | delivered C2C / inbox / push (unconfirmed) | superseded | failed (why) | requests | duplicate sends (filtered) | user-visible duplicates | misdirected | lost | stuck | drain s |';
 const lines = [header, '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|'];
 for (const r of results) {
   const why = Object.entries(r.failed_by_code).map(([c, k]) => `${k}×${c}`).join(', ') || '0';
   const c2c = r.by_channel.tencent_im_c2c!;
   const inbox = r.by_channel.inbox!;
-  lines.push(`| ${r.scenario} | ${r.injections.length} | ${r.written} (${r.written_for_inbox}) | ${r.rolled_back} | ${c2c.delivered} / ${inbox.delivered} | ${r.superseded} | ${r.failed}${r.failed ? ` (${why})` : ''} | ${r.fake_im_requests} | ${r.duplicate_sends} | ${r.user_visible_duplicates} | ${r.misdirected} | ${r.lost} | ${r.stuck} | ${r.drain_seconds} |`);
+  const push = r.by_channel.tencent_push!;
+  const pushCell = push.expected > 0 ? ` / ${push.delivered} (${push.unconfirmed}${push.unconfirmed_unreached ? `, ${push.unconfirmed_unreached} unreached` : ''})` : '';
+  lines.push(`| ${r.scenario} | ${r.injections.length} | ${r.written} (${r.written_for_inbox}) | ${r.rolled_back} | ${c2c.delivered} / ${inbox.delivered}${pushCell} | ${r.superseded} | ${r.failed}${r.failed ? ` (${why})` : ''} | ${r.fake_im_requests} | ${r.duplicate_sends} | ${r.user_visible_duplicates} | ${r.misdirected} | ${r.lost} | ${r.stuck} | ${r.drain_seconds} |`);
 }
 const table = lines.join('\n');
 console.log(table);

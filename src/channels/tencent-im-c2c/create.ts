@@ -1,7 +1,7 @@
 import { TencentImClient } from '../../tencent-im/client.ts';
 import { MAX_MESSAGE_BYTES, messageBytes } from '../../tencent-im/message.ts';
 import { c2cOfflinePush } from '../../tencent-im/offline-push.ts';
-import { CHANNEL_TENCENT_PUSH } from '../../ledger/types.ts';
+import { CHANNEL_TENCENT_IM_C2C, CHANNEL_TENCENT_PUSH } from '../../ledger/types.ts';
 import { channelRoutes } from '../routing.ts';
 import { UserSigCache } from '../../tencent-im/usersig.ts';
 import type { ChannelContext } from '../registry.ts';
@@ -20,7 +20,7 @@ export function createTencentImC2C(ctx: ChannelContext): DeliveryChannel {
   );
   // Tencent's quota is per app, not per process: the pacer's clock lives in Redis and every deliver process shares it.
   const routes = channelRoutes(config);
-  const pacer = new SendPacer(ctx.redis, config.redis.prefix, im.rate_limit_per_second, () => metrics?.sendsRefused.inc());
+  const pacer = new SendPacer(ctx.redis, config.redis.prefix, im.rate_limit_per_second, () => metrics?.sendsRefused.inc({ channel: CHANNEL_TENCENT_IM_C2C }));
   return tencentImC2CChannel({
     sender: client,
     pacer,

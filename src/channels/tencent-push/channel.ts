@@ -64,6 +64,7 @@ export function tencentPushChannel(deps: TencentPushDeps): DeliveryChannel {
         const lockNeededMs = soonestLock === Infinity ? 0 : Math.max(0, Math.min(deps.sendTimeoutMs, (soonestLock - askedAt) / 2));
         const slot = await deps.pacer.acquire(soonestLock === Infinity ? Infinity : Math.max(0, soonestLock - lockNeededMs - askedAt), oldest);
         const at = now();
+        if (slot.sent) deps.metrics?.sendSlotWait.observe({ channel: CHANNEL_TENCENT_PUSH }, (at - askedAt) / 1000);
         // Rows whose lock would end before the call does go back unspent; another claim brings them again.
         const [sendable, late] = partition(group.waiting.splice(0), (w) => w.lockUntilMs === null || at + lockNeededMs <= w.lockUntilMs);
         for (const w of late) w.resolve({ kind: 'not_now', code: 'SEND_SLOT_WAIT', message: 'no push slot within the ledger lock', retryAtMs: at + (slot.sent ? 50 : slot.retryInMs) });
@@ -113,7 +114,9 @@ export function tencentPushChannel(deps: TencentPushDeps): DeliveryChannel {
     },
 
     async onRateLimited(): Promise<number> {
-      return deps.pacer.overFrequency();
+      const pace = await deps.pacer.overFrequency();
+      deps.metrics?.sendPace.set({ channel: CHANNEL_TENCENT_PUSH }, pace);
+      return pace;
     },
 
     close: () => deps.sender.close(),

@@ -1,3 +1,4 @@
+import { CHANNEL_TENCENT_PUSH } from '../../ledger/types.ts';
 import { TencentPushClient } from '../../tencent-im/push-client.ts';
 import { SendPacer } from '../../tencent-im/send-pacer.ts';
 import { UserSigCache } from '../../tencent-im/usersig.ts';
@@ -15,7 +16,7 @@ export function createTencentPush(ctx: ChannelContext): DeliveryChannel {
     new UserSigCache(im.sdk_app_id, im.secret_key, im.admin_identifier, im.usersig_ttl),
     logger,
   );
-  const pacer = new SendPacer(ctx.redis, config.redis.prefix, push.rate_limit_per_second, () => metrics?.sendsRefused.inc(), 'tencent-push');
+  const pacer = new SendPacer(ctx.redis, config.redis.prefix, push.rate_limit_per_second, () => metrics?.sendsRefused.inc({ channel: CHANNEL_TENCENT_PUSH }), 'tencent-push');
   return tencentPushChannel({
     sender: client, pacer, offlinePush: config.offline_push, fromAccount: im.admin_identifier,
     maxAccounts: push.batch_max_accounts, lingerMs: push.batch_linger, retryAmbiguous: push.retry_ambiguous,
