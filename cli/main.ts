@@ -208,10 +208,11 @@ program
   .description('put failed events back to pending and enqueue them again')
   .addOption(configOption())
   .requiredOption('--status <status>', 'which rows (only "failed")')
-  .option('--source <source_name>', 'only this source (wallet_outbox, room_outbox)')
+  .option('--source <source_name>', 'only this source (wallet_outbox, room_outbox, activity_outbox)')
+  .option('--channel <channel>', 'only this channel (tencent_im_c2c, inbox, tencent_push)')
   .option('--since <when>', 'only rows updated since: a duration ("2h") or an ISO time')
   .option('--dry-run', 'count what would be requeued, change nothing', false)
-  .action(async (opts: { config?: string; status: string; source?: string; since?: string; dryRun: boolean }) => {
+  .action(async (opts: { config?: string; status: string; source?: string; channel?: string; since?: string; dryRun: boolean }) => {
     const { requeueCommand } = await import('../src/ops/cli-ops.ts');
     const result = await requeueCommand(loadConfig(opts.config), opts);
     console.log(JSON.stringify(result, null, 2));

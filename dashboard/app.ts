@@ -7,7 +7,7 @@ import type { NoticeConfig } from '../src/config/schema.ts';
 import { LedgerQueries } from '../src/ledger/queries.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
 import { sourcePolicy } from '../src/notices/registry.ts';
-import { channelModule } from '../src/channels/registry.ts';
+import { CHANNEL_NAMES, channelModule } from '../src/channels/registry.ts';
 import { AuditLog } from '../src/ops/audit-log.ts';
 import { DeliveryHistory } from '../src/ledger/history.ts';
 import { RejectStore } from '../src/intake/reject-store.ts';
@@ -77,7 +77,7 @@ export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Del
     audit: new AuditLog(pool),
     readOnly: settings.read_only,
   }));
-  const page = noticesPage({ apiPath: `${base}/api/notices`, rejectsPath: `${base}/api/rejects`, queuesPath: `${base}/queues`, environment: settings.environment, readOnly: settings.read_only });
+  const page = noticesPage({ apiPath: `${base}/api/notices`, rejectsPath: `${base}/api/rejects`, queuesPath: `${base}/queues`, environment: settings.environment, readOnly: settings.read_only, channels: CHANNEL_NAMES });
   app.get(`${base}/notices`, (_req, res) => void res.type('html').send(page.replace('<script>', `<script nonce="${res.locals.cspNonce}">`)));
   app.get(['/', base], (_req, res) => res.redirect(`${base}/queues`));
   app.use(errorHandler(logger));

@@ -2,6 +2,7 @@ import express, { type Request, type Response } from 'express';
 import type { LedgerQueries } from '../src/ledger/queries.ts';
 import type { LedgerRepository } from '../src/ledger/repository.ts';
 import type { LedgerKey, LedgerRow } from '../src/ledger/types.ts';
+import { CHANNEL_NAMES } from '../src/channels/registry.ts';
 import { requeueFailed } from '../src/ops/requeue.ts';
 import { presentRow, withTimelines } from '../src/ledger/present.ts';
 import type { DeliveryHistory } from '../src/ledger/history.ts';
@@ -52,7 +53,9 @@ export function ledgerApi(deps: LedgerApiDeps): express.Router {
     const pageSize = clamp(Number(req.query.page_size ?? 50), 1, 200);
     const page = clamp(Number(req.query.page ?? 1), 1, 100_000);
     const source = typeof req.query.source === 'string' && req.query.source ? req.query.source : undefined;
-    const { rows, total } = await deps.queries.byStatus('failed', { limit: pageSize, offset: (page - 1) * pageSize, sourceName: source });
+    const channel = typeof req.query.channel === 'string' && req.query.channel ? req.query.channel : undefined;
+    if (channel !== undefined && !CHANNEL_NAMES.includes(channel)) return void res.status(400).json({ error: `channel must be one of ${CHANNEL_NAMES.join(', ')}` });
+    const { rows, total } = await deps.queries.byStatus('failed', { limit: pageSize, offset: (page - 1) * pageSize, sourceName: source, channel });
     res.json({ rows: rows.map(presentRow), total, page, page_size: pageSize });
   });
 

@@ -2,8 +2,8 @@
  * The ledger page: search by event_id / user_id, the failed list (newest first, paged), requeue of selected rows.
  * Static HTML plus a little script against the JSON API; every value is inserted as text, never as HTML.
  */
-export function noticesPage(options: { apiPath: string; rejectsPath: string; queuesPath: string; environment: { label: string; color: string }; readOnly: boolean }): string {
-  const config = JSON.stringify({ api: options.apiPath, rejects: options.rejectsPath, readOnly: options.readOnly }).replace(/</g, '\\u003c');
+export function noticesPage(options: { apiPath: string; rejectsPath: string; queuesPath: string; environment: { label: string; color: string }; readOnly: boolean; channels: readonly string[] }): string {
+  const config = JSON.stringify({ api: options.apiPath, rejects: options.rejectsPath, readOnly: options.readOnly, channels: options.channels }).replace(/</g, '\\u003c');
   const env = escapeHtml(options.environment.label);
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>notice-service · notices</title>
@@ -27,8 +27,8 @@ export function noticesPage(options: { apiPath: string; rejectsPath: string; que
   <input id="q" size="48" placeholder="tx_xxx:WalletBalanceChanged:10001:COIN" aria-label="search value"><button type="submit">Find</button></form>
  <section id="found"></section>
  <h2>Failed deliveries <span class="muted" id="total"></span></h2>
- <div><button id="requeue" ${options.readOnly ? 'disabled' : ''}>Requeue selected</button> <span id="status" role="status"></span></div>
- <table id="failed"><thead><tr><th></th><th>updated</th><th>source</th><th>event_id</th><th>user</th><th>type</th><th>attempts</th><th>code</th><th>error</th></tr></thead><tbody></tbody></table>
+ <div><select id="failed-channel" aria-label="channel"><option value="">every channel</option></select> <button id="requeue" ${options.readOnly ? 'disabled' : ''}>Requeue selected</button> <span id="status" role="status"></span></div>
+ <table id="failed"><thead><tr><th></th><th>updated</th><th>source</th><th>channel</th><th>event_id</th><th>user</th><th>type</th><th>attempts</th><th>code</th><th>error</th></tr></thead><tbody></tbody></table>
  <div><button id="prev">‹ newer</button> <span id="page"></span> <button id="next">older ›</button></div>
  <h2>Rejected MQ messages <span class="muted" id="rejects-total"></span></h2>
  <form id="rejects-filter"><input id="rejects-reason" size="32" placeholder="reason contains…" aria-label="reason contains"><select id="rejects-since" aria-label="since"><option value="">any time</option><option value="1h">last hour</option><option value="1d">last day</option><option value="7d">last week</option></select><button type="submit">Filter</button>
@@ -46,17 +46,20 @@ const td = (text, cls) => { const c = document.createElement('td'); c.textConten
 const when = (ms) => ms ? new Date(ms).toISOString().replace('T', ' ').slice(0, 19) : '';
 async function api(path, init) { const r = await fetch(CONFIG.api + path, init); if (!r.ok) throw new Error(r.status + ' ' + (await r.text())); return r.json(); }
 async function loadFailed() {
-  const data = await api('/failed?page=' + page + '&page_size=' + pageSize);
+  const channel = $('failed-channel').value;
+  const data = await api('/failed?page=' + page + '&page_size=' + pageSize + (channel ? '&channel=' + encodeURIComponent(channel) : ''));
   total = data.total; current = data.rows;
   $('total').textContent = '(' + total + ')'; $('page').textContent = 'page ' + page + ' of ' + Math.max(1, Math.ceil(total / pageSize));
   const body = $('failed').querySelector('tbody'); body.replaceChildren();
   data.rows.forEach((row, i) => {
     const tr = document.createElement('tr'); tr.dataset.eventId = row.source_event_id;
     const box = document.createElement('td'); const cb = document.createElement('input'); cb.type = 'checkbox'; cb.dataset.index = i; cb.setAttribute('aria-label', 'select ' + row.source_event_id); box.append(cb);
-    tr.append(box, td(when(row.updated_at_ms)), td(row.source_name), td(row.source_event_id), td(row.user_id), td(row.event_type), td(row.attempt_count), td(row.last_error_code), td(row.last_error, 'err'));
+    tr.append(box, td(when(row.updated_at_ms)), td(row.source_name), td(row.channel), td(row.source_event_id), td(row.user_id), td(row.event_type), td(row.attempt_count), td(row.last_error_code), td(row.last_error, 'err'));
     body.append(tr);
   });
 }
+for (const c of CONFIG.channels) { const o = document.createElement('option'); o.value = c; o.textContent = c; $('failed-channel').append(o); }
+$('failed-channel').addEventListener('change', () => { page = 1; loadFailed(); });
 $('search').addEventListener('submit', async (e) => {
   e.preventDefault();
   const data = await api('?' + $('kind').value + '=' + encodeURIComponent($('q').value));

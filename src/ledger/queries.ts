@@ -49,12 +49,16 @@ export class LedgerQueries {
   }
 
   /** idx_nde_status_updated, newest first; `before` pages by updated_at_ms. */
-  async byStatus(status: DeliveryStatus, options: { limit?: number; offset?: number; sourceName?: string; sinceMs?: number } = {}): Promise<{ rows: LedgerRow[]; total: number }> {
+  async byStatus(status: DeliveryStatus, options: { limit?: number; offset?: number; sourceName?: string; channel?: string; sinceMs?: number } = {}): Promise<{ rows: LedgerRow[]; total: number }> {
     const where = ['status = ?'];
     const params: unknown[] = [status];
     if (options.sourceName) {
       where.push('source_name = ?');
       params.push(options.sourceName);
+    }
+    if (options.channel) {
+      where.push('channel = ?');
+      params.push(options.channel);
     }
     if (options.sinceMs !== undefined) {
       where.push('updated_at_ms >= ?');

@@ -1,5 +1,5 @@
 import ms from 'ms';
-import { channelQueueSpecs } from '../channels/registry.ts';
+import { CHANNEL_NAMES, channelQueueSpecs } from '../channels/registry.ts';
 import { type NoticeConfig } from '../config/schema.ts';
 import { createMysqlPool } from '../platform/mysql.ts';
 import { createRedis } from '../platform/redis.ts';
@@ -55,6 +55,7 @@ export function parseSince(value: string, nowMs = Date.now()): number {
 export interface RequeueCommand {
   status: string;
   source?: string;
+  channel?: string;
   since?: string;
   dryRun: boolean;
 }
@@ -62,6 +63,7 @@ export interface RequeueCommand {
 /** `notice-service requeue --status failed [--source …] [--since …] [--dry-run]`, in pages of 200. */
 export async function requeueCommand(config: NoticeConfig, options: RequeueCommand): Promise<{ matched: number; requeued: number; skipped: Array<{ event_id: string; reason: string }>; dry_run: boolean }> {
   if (options.status !== 'failed') throw new RoleConfigError(`--status: only "failed" rows can be requeued, got "${options.status}"`);
+  if (options.channel !== undefined && !CHANNEL_NAMES.includes(options.channel)) throw new RoleConfigError(`--channel must be one of ${CHANNEL_NAMES.join(', ')}, got "${options.channel}"`);
   const sinceMs = options.since ? parseSince(options.since) : undefined;
   const policyFor = sourcePolicy(config);
   return withResources(config, async ({ pool, queues }) => {
@@ -73,7 +75,7 @@ export async function requeueCommand(config: NoticeConfig, options: RequeueComma
     let offset = 0;
     for (;;) {
       // Requeued rows leave the failed set, so the next page starts at the skipped ones.
-      const { rows } = await queries.byStatus('failed', { limit: 200, offset, sourceName: options.source, sinceMs });
+      const { rows } = await queries.byStatus('failed', { limit: 200, offset, sourceName: options.source, channel: options.channel, sinceMs });
       if (rows.length === 0) break;
       matched += rows.length;
       if (options.dryRun) {
@@ -89,7 +91,7 @@ export async function requeueCommand(config: NoticeConfig, options: RequeueComma
     if (!options.dryRun) {
       await new AuditLog(pool).record({
         actor: `${userInfo().username}@${hostname()}`, via: 'cli', action: 'requeue_failed', matched, affected: requeued,
-        detail: { status: options.status, ...(options.source ? { source: options.source } : {}), ...(options.since ? { since: options.since } : {}), skipped: skipped.length },
+        detail: { status: options.status, ...(options.source ? { source: options.source } : {}), ...(options.channel ? { channel: options.channel } : {}), ...(options.since ? { since: options.since } : {}), skipped: skipped.length },
       });
     }
     return { matched, requeued, skipped, dry_run: options.dryRun };

@@ -4,6 +4,7 @@ import { createTestEnv, waitFor, type TestEnv } from '../helpers/env.ts';
 import { insertActivityRows } from '../helpers/activity.ts';
 import { balanceChanged, insertWalletRows, vipActivated } from '../helpers/outbox.ts';
 import { startPipeline } from '../helpers/pipeline.ts';
+import { spawnNotice } from '../helpers/spawn.ts';
 import { configSchema } from '../../src/config/schema.ts';
 import { CHANNEL_MODULES } from '../../src/channels/registry.ts';
 import { dataIdOf } from '../../src/channels/tencent-push/channel.ts';
@@ -137,6 +138,49 @@ describe('the tencent_push channel against fake-im', () => {
     expect(pushed).toEqual(['90000', '90001', '90002', '90003', '90004']);
     // The push channel sends the phone notification, so the C2C message carries none (one notification, not two).
     expect(env.fakeIm.delivered().map((m) => m.offlinePush)).toEqual(Array(5).fill({ PushFlag: 1 }));
+  });
+
+  it('operators see an event per channel, list failed pushes by channel and requeue only the push', async () => {
+    const auth = { authorization: `Basic ${Buffer.from('ops:push-ops-password').toString('base64')}` };
+    env = await createTestEnv({
+      wallet_notice_worker: { enabled: false }, activity_notice_worker: { enabled: true, poll_interval: '50ms', lock_ttl: '3s', gap_grace: '5s' },
+      tencent_push: { enabled: true, batch_linger: '10ms' },
+      dashboard: { port: 0, auth: { username: 'ops', password: 'push-ops-password' }, environment: { label: 'test', color: '#b00020' } },
+    });
+    // The account is not registered for pushes yet: TIMPush's ErrorList fails that account (70107); C2C is unaffected.
+    env.fakeIm.setPushFaults({ not_imported: ['90100'] });
+    await insertActivityRows(env.owner, env.config.activity_database, [{ event_id: 'aev_ops', event_type: 'TaskCompleted', user_id: '90100', payload: { task_id: 'task_daily', progress: 5, target: 5 } }]);
+    proc = await startPipeline(env.config, ['ingest', 'deliver', 'dashboard']);
+    const byChannel = async () => (await env!.notice.query<any[]>('SELECT channel, status FROM notice_delivery_events ORDER BY channel'))[0].map((r) => `${r.channel}:${r.status}`).join();
+    await waitFor(byChannel, (s) => s === 'tencent_im_c2c:delivered,tencent_push:failed', 15_000, 'C2C delivered, push dead-lettered');
+
+    const inspect = spawnNotice(['inspect', 'aev_ops', '--config', env.configFile]);
+    expect(await inspect.exited).toBe(0);
+    const rows = JSON.parse(inspect.output().slice(inspect.output().indexOf('[')));
+    expect(rows.map((r: any) => [r.channel, r.status, r.last_error_code, r.job?.state]).sort()).toEqual([['tencent_im_c2c', 'delivered', null, 'completed'], ['tencent_push', 'failed', '70107', 'failed']]);
+
+    const base = `http://127.0.0.1:${proc.dashboard!.port}/admin/api/notices`;
+    const failed = async (channel: string) => (await (await fetch(`${base}/failed?channel=${channel}`, { headers: auth })).json()) as { rows: Array<{ channel: string }>; total: number };
+    expect(await failed('tencent_push')).toMatchObject({ total: 1, rows: [{ channel: 'tencent_push' }] });
+    expect((await failed('tencent_im_c2c')).total).toBe(0);
+    const bogus = await fetch(`${base}/failed?channel=sms`, { headers: auth });
+    expect(bogus.status).toBe(400);
+    expect(await bogus.text()).toContain('channel must be one of tencent_im_c2c, inbox, tencent_push');
+
+    env.fakeIm.setPushFaults({});
+    const none = spawnNotice(['requeue', '--status', 'failed', '--channel', 'tencent_im_c2c', '--config', env.configFile]);
+    expect(await none.exited).toBe(0);
+    expect(JSON.parse(none.output().slice(none.output().indexOf('{')))).toMatchObject({ matched: 0, requeued: 0 });
+    const requeue = spawnNotice(['requeue', '--status', 'failed', '--channel', 'tencent_push', '--config', env.configFile]);
+    expect(await requeue.exited).toBe(0);
+    expect(JSON.parse(requeue.output().slice(requeue.output().indexOf('{')))).toMatchObject({ matched: 1, requeued: 1 });
+    await waitFor(byChannel, (s) => s === 'tencent_im_c2c:delivered,tencent_push:delivered', 15_000, 'the push delivered after its requeue');
+    // The C2C message was not sent again; the push went once.
+    expect(env.fakeIm.delivered()).toHaveLength(1);
+    expect(env.fakeIm.pushes().filter((p) => !p.duplicate && p.accounts.includes('90100'))).toHaveLength(1);
+    const bad = spawnNotice(['requeue', '--status', 'failed', '--channel', 'sms', '--config', env.configFile]);
+    expect(await bad.exited).toBe(2);
+    expect(bad.output()).toContain('--channel must be one of tencent_im_c2c, inbox, tencent_push, got "sms"');
   });
 
   it('without the push channel the C2C notice carries the rendered OfflinePushInfo; balance updates carry PushFlag 1', async () => {
