@@ -36,6 +36,7 @@ const EXPECTED: Record<LedgerStatement, string[]> = {
   recordUnconfirmed: ['delivering/ours'],
   recordSuperseded: ['delivering/ours'],
   requeueFailed: ['failed/none', 'failed/ours', 'failed/others_live', 'failed/others_expired'],
+  markSending: ['delivering/ours'],
 };
 
 function lockColumns(lock: LockState, nowMs: number): [string | null, number | null] {
@@ -84,6 +85,7 @@ describe('every conditional ledger statement follows the transitions table', () 
       recordUnconfirmed: (key) => repo.recordUnconfirmed(key, ME, 'push:task', 'ETIMEDOUT', 'timeout after the request was sent', nowMs),
       recordSuperseded: (key) => batched.recordSuperseded(key, 'newer-event'),
       requeueFailed: (key) => repo.requeueFailed([key], nowMs),
+      markSending: (key) => repo.markSending([key], ME, 'push-sending:data', nowMs),
     };
     const changed: Record<string, string[]> = {};
     for (const c of cases) {

@@ -58,13 +58,13 @@ export class LedgerRepository {
 
   async recordRetryable(key: LedgerKey, workerId: string, code: string, message: string, nextRetryAtMs: number, nowMs: number): Promise<boolean> {
     return this.finishAttempt('recordRetryable', key, workerId, nowMs,
-      `status = 'retryable', next_retry_at_ms = ?, last_error_code = ?, last_error = ?, attempt_count = attempt_count + 1`,
+      `status = 'retryable', im_msg_key = NULL, next_retry_at_ms = ?, last_error_code = ?, last_error = ?, attempt_count = attempt_count + 1`,
       [nextRetryAtMs, code, clip(message)]);
   }
 
   async recordFailed(key: LedgerKey, workerId: string, code: string, message: string, nowMs: number): Promise<boolean> {
     return this.finishAttempt('recordFailed', key, workerId, nowMs,
-      `status = 'failed', next_retry_at_ms = NULL, last_error_code = ?, last_error = ?, attempt_count = attempt_count + 1`,
+      `status = 'failed', im_msg_key = NULL, next_retry_at_ms = NULL, last_error_code = ?, last_error = ?, attempt_count = attempt_count + 1`,
       [code, clip(message)]);
   }
 
@@ -73,6 +73,31 @@ export class LedgerRepository {
     return this.finishAttempt('recordUnconfirmed', key, workerId, nowMs,
       `status = 'delivered_unconfirmed', im_msg_key = ?, delivered_at_ms = ?, next_retry_at_ms = NULL, last_error_code = ?, last_error = ?, attempt_count = attempt_count + 1`,
       [ref, nowMs, code, clip(message)]);
+  }
+
+  /**
+   * Notes on rows this worker holds that a request which cannot be safely repeated is about to go out (`ref` in
+   * im_msg_key, e.g. a push's DataId): if the process dies before the answer is recorded, the next claim sees it and
+   * applies the channel's ambiguity policy instead of sending blind. Returns the keys it marked (a row whose lock was
+   * lost meanwhile is not). Definite outcomes (retryable, failed, released) clear the mark.
+   */
+  async markSending(keys: readonly LedgerKey[], workerId: string, ref: string, nowMs: number): Promise<LedgerKey[]> {
+    const guard = transitionGuard('markSending', workerId, nowMs);
+    const marked: LedgerKey[] = [];
+    for (const group of groupKeys(keys, (key) => key)) {
+      const [result] = await retryOnDeadlock(() => this.pool.query<ResultSetHeader>(
+        `UPDATE ${TABLE} SET im_msg_key = ?, updated_at_ms = ? WHERE ${group.where.sql} AND ${guard.sql}`,
+        [ref, nowMs, ...group.where.params, ...guard.params],
+      ));
+      if (result.affectedRows === group.items.length) {
+        marked.push(...group.items);
+        continue;
+      }
+      const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT source_event_id FROM ${TABLE} WHERE ${group.where.sql} AND im_msg_key = ? AND locked_by = ?`, [...group.where.params, ref, workerId]);
+      const ids = new Set(rows.map((r) => String(r.source_event_id)));
+      marked.push(...group.items.filter((k) => ids.has(k.sourceEventId)));
+    }
+    return marked;
   }
 
   /**
@@ -88,7 +113,7 @@ export class LedgerRepository {
 
   async releaseRateLimited(key: LedgerKey, workerId: string, code: string, message: string, nextRetryAtMs: number, nowMs: number): Promise<boolean> {
     return this.finishAttempt('releaseRateLimited', key, workerId, nowMs,
-      `status = 'retryable', next_retry_at_ms = ?, last_error_code = ?, last_error = ?, claim_count = claim_count - 1`,
+      `status = 'retryable', im_msg_key = NULL, next_retry_at_ms = ?, last_error_code = ?, last_error = ?, claim_count = claim_count - 1`,
       [nextRetryAtMs, code, clip(message)]);
   }
 

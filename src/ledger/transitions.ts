@@ -43,7 +43,10 @@ export function isFinalForDelivery(status: DeliveryStatus): boolean {
  */
 export type LockRule = 'ours' | 'free_or_ours';
 
-/** What each ledger statement does, by the status it writes and the lock it needs. */
+/**
+ * What each ledger statement does, by the status it writes and the lock it needs; `from` narrows the statuses it
+ * applies to below what TRANSITIONS allows into `to`.
+ */
 export const STATEMENTS = {
   claim: { to: 'delivering', lock: 'free_or_ours' },
   recordDelivered: { to: 'delivered', lock: 'ours' },
@@ -53,7 +56,9 @@ export const STATEMENTS = {
   recordUnconfirmed: { to: 'delivered_unconfirmed', lock: 'ours' },
   recordSuperseded: { to: 'superseded', lock: 'ours' },
   requeueFailed: { to: 'pending', lock: 'ours' },
-} as const satisfies Record<string, { to: DeliveryStatus; lock: LockRule }>;
+  // A channel notes, under its own lock, that a request which cannot be safely repeated is about to go out.
+  markSending: { to: 'delivering', from: ['delivering'], lock: 'ours' },
+} as const satisfies Record<string, { to: DeliveryStatus; from?: readonly DeliveryStatus[]; lock: LockRule }>;
 export type LedgerStatement = keyof typeof STATEMENTS;
 
 export type LockState = 'none' | 'ours' | 'others_live' | 'others_expired';
@@ -61,7 +66,7 @@ export type LockState = 'none' | 'ours' | 'others_live' | 'others_expired';
 /** The pure decision the SQL below encodes: may `statement` change a row in `status` with this lock? */
 export function mayApply(statement: LedgerStatement, status: DeliveryStatus, lock: LockState): boolean {
   const { to, lock: rule } = STATEMENTS[statement];
-  if (!canTransition(status, to)) return false;
+  if (!statementSources(statement).includes(status)) return false;
   if (status !== 'delivering') return true;
   return lock === 'ours' || (rule === 'free_or_ours' && (lock === 'others_expired' || lock === 'none'));
 }
@@ -71,8 +76,8 @@ export function mayApply(statement: LedgerStatement, status: DeliveryStatus, loc
  * `delivering` the lock rule. Status names are constants from this file, never input.
  */
 export function transitionGuard(statement: LedgerStatement, workerId: string, nowMs: number): { sql: string; params: Array<string | number> } {
-  const { to, lock } = STATEMENTS[statement];
-  const sources = sourcesOf(to);
+  const { lock } = STATEMENTS[statement];
+  const sources = statementSources(statement);
   const parts: string[] = [];
   const params: Array<string | number> = [];
   const plain = sources.filter((s) => s !== 'delivering');
@@ -88,6 +93,12 @@ export function transitionGuard(statement: LedgerStatement, workerId: string, no
   }
   if (parts.length === 0) return { sql: 'FALSE', params };
   return { sql: `(${parts.join(' OR ')})`, params };
+}
+
+/** The statuses a statement may move a row out of: TRANSITIONS into its status, narrowed by its `from`. */
+function statementSources(statement: LedgerStatement): DeliveryStatus[] {
+  const spec: { to: DeliveryStatus; from?: readonly DeliveryStatus[] } = STATEMENTS[statement];
+  return sourcesOf(spec.to).filter((s) => !spec.from || spec.from.includes(s));
 }
 
 /** `status IN (…)` for the in-flight statuses, for scans and clock updates that must leave final rows alone. */

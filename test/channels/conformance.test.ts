@@ -5,6 +5,8 @@ import { TcpProxy } from '../helpers/tcp-proxy.ts';
 import { CHANNEL_MODULES } from '../../src/channels/registry.ts';
 import type { ChannelOutcome, DeliveryChannel } from '../../src/channels/types.ts';
 import type { LedgerRow } from '../../src/ledger/types.ts';
+import { LedgerRepository } from '../../src/ledger/repository.ts';
+import { BatchedLedger } from '../../src/ledger/batched-ledger.ts';
 
 /**
  * The contract every registered channel keeps, run against each one's real provider (fake-im for Tencent, MariaDB
@@ -19,11 +21,12 @@ interface ChannelProbe {
   /** The recipients of every copy of the row's notice the user could see (one entry per copy). */
   seen(t: Trial, row: LedgerRow): Promise<string[]>;
   /**
-   * What a resend of a sent row (a crash before its record) does: `once` — the user still sees one copy; or the
-   * provider dedups only briefly (push: MsgRandom within one second), so the resend must carry the same identity,
-   * which `identities` lists per copy received.
+   * What the next claim of a sent row whose outcome was never recorded (the sender died) comes to. Either way the
+   * user sees one copy: `delivered` — the provider dedups the resend (C2C MsgRandom, the inbox's unique key);
+   * `unconfirmed` — the provider would not (push dedups MsgRandom within one second only), so the channel marked
+   * the row before the call and does not resend it.
    */
-  resend: 'once' | { identities(t: Trial, row: LedgerRow): Promise<string[]> };
+  resend: 'delivered' | 'unconfirmed';
   /** The provider goes away (refused, cut or erroring); the returned function brings it back. */
   outage(t: Trial): Promise<() => Promise<void>>;
   /** A row this provider can never take (set up as the provider needs), for its permanent refusal. */
@@ -36,7 +39,7 @@ const PROBES: Record<string, ChannelProbe> = {
   tencent_im_c2c: {
     config: {},
     kind: 'room_notice',
-    resend: 'once',
+    resend: 'delivered',
     async seen({ env }, row) {
       return env.fakeIm.messages().filter((m) => !m.duplicate && JSON.parse(m.data).event_id === row.sourceEventId).map((m) => m.toAccount);
     },
@@ -52,7 +55,7 @@ const PROBES: Record<string, ChannelProbe> = {
   inbox: {
     config: { inbox: { enabled: true } },
     kind: 'activity_notice',
-    resend: 'once',
+    resend: 'delivered',
     async seen({ env }, row) {
       const [rows] = await env.owner.query<any[]>(`SELECT user_id FROM \`${env.id}_notice\`.notice_inbox_items WHERE source_event_id = ?`, [row.sourceEventId]);
       return rows.map((r) => String(r.user_id));
@@ -73,11 +76,7 @@ const PROBES: Record<string, ChannelProbe> = {
     async seen({ env }, row) {
       return env.fakeIm.pushes().filter((p) => !p.duplicate && p.accounts.includes(row.userId)).map(() => row.userId);
     },
-    resend: {
-      async identities({ env }, row) {
-        return env.fakeIm.pushes().filter((p) => p.accounts.includes(row.userId)).map((p) => `${p.msgRandom}/${p.dataId}`);
-      },
-    },
+    resend: 'unconfirmed',
     async outage({ env }) {
       env.fakeIm.setPushFaults({ http_errors: 1_000_000 });
       return async () => env.fakeIm.setPushFaults({});
@@ -104,6 +103,20 @@ async function trial(probe: ChannelProbe): Promise<Trial & { channel: DeliveryCh
   const channel = await module.create({ config: env.config, pool: env.notice, redis: env.redis, newerVersion: async () => null, logger: pino({ level: 'silent' }) });
   cleanup.push(() => channel.close?.());
   return { env, proxy, channel };
+}
+
+/** The row as a deliver worker holds it: inserted pending, then claimed through the real ledger. */
+async function claimed(t: Trial, row: LedgerRow): Promise<LedgerRow> {
+  await new LedgerRepository(t.env.notice).insertIfAbsent([{ ...row, status: 'pending' }], Date.now());
+  return reclaimed(t, row);
+}
+
+/** The next claim of a row (its lock given up first), as a worker taking over after a crash would see it. */
+async function reclaimed(t: Trial, row: LedgerRow): Promise<LedgerRow> {
+  await t.env.notice.query('UPDATE notice_delivery_events SET lock_until_ms = 0 WHERE source_event_id = ? AND channel = ?', [row.sourceEventId, row.channel]);
+  const result = await new BatchedLedger(t.env.notice, `conformance-${n}`, () => 10_000).claim(row);
+  if (!result.claimed) throw new Error(`could not claim ${row.sourceEventId}`);
+  return result.row;
 }
 
 let n = 0;
@@ -138,22 +151,18 @@ describe.each(CHANNEL_MODULES.map((m) => [m.name]))('channel contract: %s', (nam
 
   it('delivers a row with a provider reference; the same row sent again (a crash before the record) reaches the user once', async () => {
     const t = await trial(probe);
-    const row = ledgerRow(name, probe.kind);
+    const row = await claimed(t, ledgerRow(name, probe.kind));
     const first = await sendOnce(t.channel, row);
     expect(first).toMatchObject({ kind: 'delivered', ref: expect.stringMatching(/\S/) });
-    const again = await sendOnce(t.channel, row);
-    expect(again.kind).toBe('delivered');
-    if (probe.resend === 'once') expect(await probe.seen(t, row)).toEqual([row.userId]);
-    else {
-      const ids = await probe.resend.identities(t, row);
-      expect(ids).toHaveLength(2);
-      expect(new Set(ids).size).toBe(1);
-    }
+    // Nothing recorded: the next claim finds the row as the dead worker left it.
+    const again = await sendOnce(t.channel, await reclaimed(t, row));
+    expect(again).toMatchObject({ kind: probe.resend, ...(probe.resend === 'unconfirmed' ? { ref: expect.stringMatching(/\S/), code: expect.stringMatching(/\S/) } : {}) });
+    expect(await probe.seen(t, row)).toEqual([row.userId]);
   });
 
   it('concurrent rows for different users each land once, on their own user', async () => {
     const t = await trial(probe);
-    const rows = Array.from({ length: 30 }, (_, i) => ({ ...ledgerRow(name, probe.kind), userId: String(71000 + i) }));
+    const rows = await Promise.all(Array.from({ length: 30 }, (_, i) => claimed(t, { ...ledgerRow(name, probe.kind), userId: String(71000 + i) })));
     const outcomes = await Promise.all(rows.map((r) => sendOnce(t.channel, r)));
     expect(outcomes.map((o) => o.kind)).toEqual(rows.map(() => 'delivered'));
     for (const r of rows) expect(await probe.seen(t, r)).toEqual([r.userId]);
@@ -161,9 +170,10 @@ describe.each(CHANNEL_MODULES.map((m) => [m.name]))('channel contract: %s', (nam
 
   it('while the provider is away no send claims delivery and nothing reaches the user; after it returns the row lands once', async () => {
     const t = await trial(probe);
-    const row = ledgerRow(name, probe.kind);
+    const row = await claimed(t, ledgerRow(name, probe.kind));
+    const other = await claimed(t, ledgerRow(name, probe.kind));
     const restore = await probe.outage(t);
-    const during = await Promise.all([sendOnce(t.channel, row), sendOnce(t.channel, ledgerRow(name, probe.kind))]);
+    const during = await Promise.all([sendOnce(t.channel, row), sendOnce(t.channel, other)]);
     for (const outcome of during) expect(['retry', 'rate_limited', 'not_now', 'threw']).toContain(outcome.kind);
     expect(JSON.stringify(during)).not.toContain(TEST_SECRET);
     await restore();
@@ -176,7 +186,7 @@ describe.each(CHANNEL_MODULES.map((m) => [m.name]))('channel contract: %s', (nam
 
   it('a row the provider can never take ends permanent with a code and a reason, without throwing or leaking secrets', async () => {
     const t = await trial(probe);
-    const row = probe.refusedRow(t, ledgerRow(name, probe.kind));
+    const row = probe.refusedRow(t, await claimed(t, ledgerRow(name, probe.kind)));
     const outcome = await sendOnce(t.channel, row);
     expect(outcome).toMatchObject({ kind: 'permanent', code: expect.stringMatching(/\S/), message: expect.stringMatching(/\S/) });
     expect(JSON.stringify(outcome)).not.toContain(TEST_SECRET);

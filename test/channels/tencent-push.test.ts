@@ -11,6 +11,8 @@ import { dataIdOf } from '../../src/channels/tencent-push/channel.ts';
 import { fitOfflinePush, offlinePushBytes, renderOfflinePush } from '../../src/tencent-im/offline-push.ts';
 import type { ChannelOutcome, DeliveryChannel } from '../../src/channels/types.ts';
 import type { LedgerRow } from '../../src/ledger/types.ts';
+import { LedgerRepository } from '../../src/ledger/repository.ts';
+import { BatchedLedger } from '../../src/ledger/batched-ledger.ts';
 import type { NoticeProcess } from '../../cli/run-roles.ts';
 
 const offlinePush = configSchema.parse({ mysql: { url: 'mysql://x/y' }, redis: { url: 'redis://x' } }).offline_push;
@@ -65,7 +67,13 @@ async function pushChannel(overrides: Record<string, unknown> = {}): Promise<Del
   channel = await module.create({ config: env.config, pool: env.notice, redis: env.redis, newerVersion: async () => null, logger: pino({ level: 'silent' }) });
   return channel;
 }
-const send = (c: DeliveryChannel, r: LedgerRow): Promise<ChannelOutcome> => c.send(r, { lockUntilMs: r.lockUntilMs });
+/** A send as a deliver worker makes it: the row inserted and claimed in the real ledger first (the channel marks it). */
+async function send(c: DeliveryChannel, r: LedgerRow, e: TestEnv = env!): Promise<ChannelOutcome> {
+  await new LedgerRepository(e.notice).insertIfAbsent([{ ...r, status: 'pending' }], Date.now());
+  const claim = await new BatchedLedger(e.notice, 'push-test', () => 20_000).claim(r);
+  if (!claim.claimed) throw new Error(`could not claim ${r.sourceEventId}`);
+  return c.send(claim.row, { lockUntilMs: claim.row.lockUntilMs });
+}
 
 describe('the tencent_push channel against fake-im', () => {
   it('identical pushes share one call; ErrorList fails only its own account', async () => {
@@ -114,7 +122,7 @@ describe('the tencent_push channel against fake-im', () => {
     channel?.close?.();
     const closed = await createTestEnv({ tencent_im: { base_url: 'http://127.0.0.1:9' }, tencent_push: { enabled: true, request_timeout: '300ms', batch_linger: '0ms' } });
     const refused = await CHANNEL_MODULES.find((m) => m.name === 'tencent_push')!.create({ config: closed.config, pool: closed.notice, redis: closed.redis, newerVersion: async () => null, logger: pino({ level: 'silent' }) });
-    expect(await send(refused, row())).toMatchObject({ kind: 'retry', code: 'ECONNREFUSED' });
+    expect(await send(refused, row(), closed)).toMatchObject({ kind: 'retry', code: 'ECONNREFUSED' });
     refused.close?.();
     await closed.close();
     void c;

@@ -97,7 +97,11 @@ export interface ScenarioResult {
   /** A message or inbox item that reached someone other than the fact's user. */
   misdirected: number;
   failed_by_code: Record<string, number>;
+  /** delivered_unconfirmed rows by whether the user got it and the error that made it ambiguous. */
+  unconfirmed_by_code: Record<string, number>;
   fake_im_requests: number;
+  /** timpush/batch calls that reached fake-im (every answer, faults included). */
+  push_requests: number;
   duplicate_sends: number;
   user_visible_duplicates: number;
   /** Committed (fact, channel) pairs with no ledger row, or marked delivered without reaching the channel. */
@@ -277,6 +281,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   const byChannel: Record<string, ChannelCounts> = {};
   for (const channel of Object.keys(reached)) byChannel[channel] = { expected: 0, delivered: 0, failed: 0, superseded: 0, unconfirmed: 0, unconfirmed_unreached: 0, stuck: 0, lost: 0 };
   let misdirected = 0;
+  const unconfirmedByCode: Record<string, number> = {};
   for (const id of committedIds) {
     for (const channel of channelsOf(id)) {
       const counts = byChannel[channel]!;
@@ -289,6 +294,8 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
       else if (row.status === 'delivered_unconfirmed') {
         counts.unconfirmed++;
         if (got.length === 0) counts.unconfirmed_unreached++;
+        const why = `${got.length === 0 ? 'unreached' : 'reached'}:${row.last_error_code}`;
+        unconfirmedByCode[why] = (unconfirmedByCode[why] ?? 0) + 1;
       }
       else if (row.status === 'failed') counts.failed++;
       else counts.superseded++;
@@ -320,8 +327,8 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     rolled_back: rolledBack + cut.filter((id) => !committedIds.has(id)).length,
     delivered: ledger.filter((r) => r.status === 'delivered').length, failed: ledger.filter((r) => r.status === 'failed').length,
     superseded: ledger.filter((r) => r.status === 'superseded').length, stuck, by_channel: byChannel, misdirected,
-    failed_by_code: failedByCode, fake_im_requests: env.fakeIm.getStats().requests,
-    duplicate_sends: messages.filter((m) => m.duplicate).length,
+    failed_by_code: failedByCode, unconfirmed_by_code: unconfirmedByCode, fake_im_requests: env.fakeIm.getStats().requests, push_requests: env.fakeIm.getPushStats().requests,
+    duplicate_sends: messages.filter((m) => m.duplicate).length + env.fakeIm.pushes().filter((p) => p.duplicate).length,
     user_visible_duplicates: userVisibleDuplicates,
     lost, phantom, drain_seconds: Math.round(drainSeconds * 10) / 10, injections, secret_leaks: secretLeaks,
   };

@@ -19,6 +19,11 @@ export interface TencentPushDeps {
   retryAmbiguous: boolean;
   /** The longest one call can take (the HTTP timeout): a call must end within every ledger lock it carries. */
   sendTimeoutMs: number;
+  /**
+   * Notes in the ledger, under the rows' locks, that a call carrying them is about to go out (LedgerRepository
+   * markSending); returns the rows it marked. A process killed mid-call leaves the mark for the next claim to see.
+   */
+  markSending?(rows: readonly LedgerRow[], ref: string): Promise<readonly LedgerRow[]>;
   metrics?: NoticeMetrics;
   now?: () => number;
 }
@@ -27,7 +32,12 @@ interface Waiting {
   row: LedgerRow;
   lockUntilMs: number | null;
   resolve(outcome: ChannelOutcome): void;
+  /** MySQL or Redis failed around the call: the job waits without spending an attempt. */
+  reject(err: unknown): void;
 }
+
+/** im_msg_key of a row whose call went out and whose answer was never recorded (the sender died mid-call). */
+export const SENDING_MARK = 'push-sending:';
 
 interface Group {
   info: OfflinePushInfo;
@@ -81,12 +91,28 @@ export function tencentPushChannel(deps: TencentPushDeps): DeliveryChannel {
             call.push(w);
           } else group.waiting.push(w);
         }
-        const rows = call.map((w) => w.row);
-        const dataId = dataIdOf(rows);
-        const outcome = await deps.sender.batch({ fromAccount: deps.fromAccount, accounts: rows.map((r) => r.userId), info: group.info, msgRandom: parseInt(dataId.slice(0, 8), 16), dataId });
-        deps.metrics?.pushBatchAccounts.observe(call.length);
-        for (const w of call) w.resolve(outcomeFor(outcome, w.row, deps.retryAmbiguous));
+        let sending = call;
+        try {
+          const dataId = dataIdOf(call.map((w) => w.row));
+          if (deps.markSending) {
+            const marked = new Set((await deps.markSending(call.map((w) => w.row), `${SENDING_MARK}${dataId}`)).map(formatKey));
+            const [ours, lost] = partition(call, (w) => marked.has(formatKey(w.row)));
+            // Another worker took these over after their locks ran out; it records them.
+            for (const w of lost) w.resolve({ kind: 'not_now', code: 'LOCK_LOST', message: 'the ledger lock was taken over before the push went out', retryAtMs: now() + 50 });
+            sending = ours;
+            if (sending.length === 0) continue;
+          }
+          const rows = sending.map((w) => w.row);
+          const outcome = await deps.sender.batch({ fromAccount: deps.fromAccount, accounts: rows.map((r) => r.userId), info: group.info, msgRandom: parseInt(dataId.slice(0, 8), 16), dataId });
+          deps.metrics?.pushBatchAccounts.observe(sending.length);
+          for (const w of sending) w.resolve(outcomeFor(outcome, w.row, deps.retryAmbiguous));
+        } catch (err) {
+          for (const w of sending) w.reject(err);
+        }
       }
+    } catch (err) {
+      // The pacer's Redis is down: every row waiting here waits again, unspent.
+      for (const w of group.waiting.splice(0)) w.reject(err);
     } finally {
       group.draining = false;
       if (group.waiting.length === 0) groups.delete(key);
@@ -106,9 +132,13 @@ export function tencentPushChannel(deps: TencentPushDeps): DeliveryChannel {
         group = { info: rendered.info, waiting: [], draining: false };
         groups.set(key, group);
       }
+      // An earlier claim's call went out and its answer was never recorded: it may have reached the phone.
+      if (row.imMsgKey?.startsWith(SENDING_MARK) && !deps.retryAmbiguous) {
+        return Promise.resolve({ kind: 'unconfirmed', ref: row.imMsgKey, code: 'SEND_INTERRUPTED', message: 'a deliver process stopped during the timpush/batch call carrying this row; not resent (tencent_push.retry_ambiguous: false)', latencyMs: 0 });
+      }
       const joined = group;
-      return new Promise<ChannelOutcome>((resolve) => {
-        joined.waiting.push({ row, lockUntilMs: ctx.lockUntilMs, resolve });
+      return new Promise<ChannelOutcome>((resolve, reject) => {
+        joined.waiting.push({ row, lockUntilMs: ctx.lockUntilMs, resolve, reject });
         if (!joined.draining) void drain(key, joined);
       });
     },

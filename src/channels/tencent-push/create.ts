@@ -1,4 +1,5 @@
-import { CHANNEL_TENCENT_PUSH } from '../../ledger/types.ts';
+import { CHANNEL_TENCENT_PUSH, formatKey } from '../../ledger/types.ts';
+import { LedgerRepository } from '../../ledger/repository.ts';
 import { TencentPushClient } from '../../tencent-im/push-client.ts';
 import { SendPacer } from '../../tencent-im/send-pacer.ts';
 import { UserSigCache } from '../../tencent-im/usersig.ts';
@@ -16,11 +17,22 @@ export function createTencentPush(ctx: ChannelContext): DeliveryChannel {
     new UserSigCache(im.sdk_app_id, im.secret_key, im.admin_identifier, im.usersig_ttl),
     logger,
   );
+  const ledger = new LedgerRepository(ctx.pool);
   const pacer = new SendPacer(ctx.redis, config.redis.prefix, push.rate_limit_per_second, () => metrics?.sendsRefused.inc({ channel: CHANNEL_TENCENT_PUSH }), 'tencent-push');
   return tencentPushChannel({
     sender: client, pacer, offlinePush: config.offline_push, fromAccount: im.admin_identifier,
     maxAccounts: push.batch_max_accounts, lingerMs: push.batch_linger, retryAmbiguous: push.retry_ambiguous,
     sendTimeoutMs: push.request_timeout * 2, // a re-sign can make it two requests
     metrics,
+    markSending: async (rows, ref) => {
+      const nowMs = Date.now();
+      const marked = new Set<string>();
+      // Every row of a call was claimed by this process, so one lock holder; grouped anyway, as the lock says.
+      for (const holder of new Set(rows.map((r) => r.lockedBy ?? ''))) {
+        const keys = await ledger.markSending(rows.filter((r) => (r.lockedBy ?? '') === holder), holder, ref, nowMs);
+        for (const k of keys) marked.add(formatKey(k));
+      }
+      return rows.filter((r) => marked.has(formatKey(r)));
+    },
   });
 }
