@@ -102,6 +102,7 @@ export interface ScenarioResult {
   fake_im_requests: number;
   /** timpush/batch calls that reached fake-im (every answer, faults included). */
   push_requests: number;
+  push_stats?: unknown;
   duplicate_sends: number;
   user_visible_duplicates: number;
   /** Committed (fact, channel) pairs with no ledger row, or marked delivered without reaching the channel. */
@@ -327,7 +328,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     rolled_back: rolledBack + cut.filter((id) => !committedIds.has(id)).length,
     delivered: ledger.filter((r) => r.status === 'delivered').length, failed: ledger.filter((r) => r.status === 'failed').length,
     superseded: ledger.filter((r) => r.status === 'superseded').length, stuck, by_channel: byChannel, misdirected,
-    failed_by_code: failedByCode, unconfirmed_by_code: unconfirmedByCode, fake_im_requests: env.fakeIm.getStats().requests, push_requests: env.fakeIm.getPushStats().requests,
+    failed_by_code: failedByCode, unconfirmed_by_code: unconfirmedByCode, fake_im_requests: env.fakeIm.getStats().requests, push_requests: env.fakeIm.getPushStats().requests, push_stats: env.fakeIm.getPushStats(),
     duplicate_sends: messages.filter((m) => m.duplicate).length + env.fakeIm.pushes().filter((p) => p.duplicate).length,
     user_visible_duplicates: userVisibleDuplicates,
     lost, phantom, drain_seconds: Math.round(drainSeconds * 10) / 10, injections, secret_leaks: secretLeaks,
