@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createTestEnv, waitFor, TEST_SECRET, type TestEnv } from './helpers/env.ts';
 import { balanceChanged, insertWalletRows, ledgerStatusCounts } from './helpers/outbox.ts';
 import { kick, mqBody } from './helpers/room.ts';
+import { insertActivityRows } from './helpers/activity.ts';
 import { FakeRocketMqProxy } from './helpers/fake-rocketmq-proxy.ts';
 import { spawnNotice, stopGracefully, waitForOutput, type Spawned } from './helpers/spawn.ts';
 import { ConfigError, parseConfigText } from '../src/config/load.ts';
@@ -62,6 +63,35 @@ describe('secrets never reach logs, errors or job data', () => {
     }
     expect(dump).toContain('tx_1:WalletBalanceChanged:10001:COIN');
     for (const secret of [TEST_SECRET, MQ_ACCESS, MQ_SECRET, 'available_after', '"userId"']) expect(dump).not.toContain(secret);
+  });
+
+  it('the push channel logs signature, transport and timeout errors without the key, the UserSig or a payload', async () => {
+    env = await createTestEnv({
+      log: { level: 'trace' },
+      wallet_notice_worker: { enabled: false },
+      activity_notice_worker: { enabled: true, poll_interval: '50ms', max_retry_count: 10 },
+      // Resending ambiguous calls walks the rows through every injected fault instead of stopping at the first.
+      tencent_push: { enabled: true, request_timeout: '500ms', batch_linger: '0ms', retry_ambiguous: true },
+      deliver: { retry_base_delay: '100ms', retry_max_delay: '500ms' },
+    });
+    env.fakeIm.setPushFaults({ errors: [{ code: 70001, count: 2 }], drop_connections: 1, http_errors: 1, timeout_rate: 0.3, timeout_ms: 800 });
+    const all = spawnNotice(['all', '--config', env.configFile]);
+    procs.push(all);
+    await waitForOutput(all, /notice-service started/);
+    await insertActivityRows(env.owner, env.config.activity_database, Array.from({ length: 10 }, (_, i) => ({ event_id: `sec_${i}`, event_type: 'TaskCompleted', user_id: String(95000 + i), payload: { task_id: 'task_secret_payload', progress: 1, target: 1 } })));
+    const finalRows = async () => Number((await env!.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_delivery_events WHERE channel = 'tencent_push' AND status IN ('delivered', 'delivered_unconfirmed', 'failed')"))[0][0].n);
+    await waitFor(finalRows, (n) => n === 10, 60_000, 'every push final');
+    await stopGracefully(all);
+    const output = all.output();
+    expect(output).toMatch(/"code":"70001".*rejected the admin UserSig/);
+    expect(output).not.toContain(TEST_SECRET);
+    expect(output).not.toMatch(/usersig=/i);
+    expect(output).not.toMatch(/eJ[wyz][A-Za-z0-9*_-]{40,}/);
+    // What operators read (the ledger's errors and the history) holds codes and messages, never the key or a sig.
+    const [rows] = await env.notice.query<any[]>("SELECT CONCAT_WS(' ', last_error_code, last_error, im_msg_key) AS t FROM notice_delivery_events UNION ALL SELECT CONCAT_WS(' ', error_code, error_message) FROM notice_delivery_history");
+    const stored = rows.map((r) => String(r.t)).join('\n');
+    expect(stored).not.toContain(TEST_SECRET);
+    expect(stored).not.toMatch(/usersig|eJ[wyz][A-Za-z0-9*_-]{40,}/i);
   });
 
   it('config errors name the key, never the secret value', () => {
