@@ -119,6 +119,8 @@ const BASE_CONFIG = {
   room_notice_worker: SIDE_SOURCE,
   activity_notice_worker: SIDE_SOURCE,
   inbox: { enabled: true },
+  // Phone pushes for activity and VIP notices in every scenario: each such fact is a C2C message, an inbox item and a push.
+  tencent_push: { enabled: true, request_timeout: '1s', batch_linger: '20ms' },
   deliver: { concurrency: 16, retry_base_delay: '200ms', retry_max_delay: '2s', job_lock_duration: '5s' },
   tencent_im: { request_timeout: '1s' },
   reconciler: { interval: '1s', pending_grace: '3s', batch_size: 500 },

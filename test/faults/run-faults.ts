@@ -213,16 +213,14 @@ scenarios.push({
 });
 
 /**
- * Phone pushes on (activity and VIP notices go to C2C, the inbox and tencent_push). One provider misbehaves while the
- * other is healthy, both ways round: a channel's faults must not hold back, lose or duplicate the other's deliveries.
+ * Phone pushes are on in every scenario (activity and VIP notices go to C2C, the inbox and tencent_push); these put
+ * more push-kind facts through and make one provider misbehave while the other is healthy, both ways round: a channel's faults must not hold back, lose or duplicate the other's deliveries.
  * A push cut after TIMPush processed it is delivered_unconfirmed (retry_ambiguous: false), never resent.
  */
-const PUSH_ON = { tencent_push: { enabled: true, request_timeout: '1s', batch_linger: '20ms' } };
 // A slower main stream and a faster side stream: about 15 s per 1,000 events with ~17 push-kind facts a second.
 const PUSH_PACE = { writer: { ratePerSecond: 70 }, sideEveryMs: 40 };
 scenarios.push({
   name: 'push-chaos', title: 'TIMPush: 20% 91000, 5% timeouts, resets before and after processing, 502s, a 60007 burst at 30 calls/s; IM healthy', events: n(2000), ingest: 1, deliver: 2,
-  config: PUSH_ON,
   faults: { delay_ms: 10 },
   pushFaults: { transient_error_rate: 0.2, timeout_rate: 0.05, timeout_ms: 1500, reset_rate: 0.03, reset_after_processing_rate: 0.03, rate_limit_per_second: 30, rate_limit_counts_rejected: true },
   ...PUSH_PACE,
@@ -234,7 +232,6 @@ scenarios.push({
 });
 scenarios.push({
   name: 'im-chaos-push-healthy', title: 'Tencent IM sendmsg: 30% transient, 5% timeouts, resets, a 60007 burst; TIMPush healthy', events: n(2000), ingest: 1, deliver: 2,
-  config: PUSH_ON,
   faults: { transient_error_rate: 0.3, timeout_rate: 0.05, timeout_ms: 1500, reset_rate: 0.02, delay_ms: 20 },
   ...PUSH_PACE,
   async inject(h) {
@@ -245,7 +242,6 @@ scenarios.push({
 });
 scenarios.push({
   name: 'push-sigkill', title: 'Pushes on, a deliver SIGKILLed every 3 s (batches cut mid-linger and mid-call)', events: n(2000), ingest: 1, deliver: 3,
-  config: PUSH_ON,
   faults: { delay_ms: 15 },
   pushFaults: { delay_ms: 50 },
   ...PUSH_PACE,
