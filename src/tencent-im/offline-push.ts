@@ -16,7 +16,7 @@ const MAX_TITLE_CHARS = 100;
 const MAX_BODY_CHARS = 400;
 
 /** Replaces `{{field}}` with the payload's field (top level, then `params`); a missing field renders empty. */
-export function renderTemplate(template: string, payload: Record<string, unknown>): string {
+function renderTemplate(template: string, payload: Record<string, unknown>): string {
   const params = (payload.params && typeof payload.params === 'object' ? payload.params : {}) as Record<string, unknown>;
   return template.replace(/\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g, (_, field: string) => {
     const value = payload[field] ?? params[field];
@@ -36,7 +36,7 @@ export function templateFor(config: OfflinePushConfig, eventType: string, notice
  * The vendor fields that keep a private notice in the IM / private-message class, out of the marketing throttles
  * (2 a day per device on Huawei, Honor and OPPO for marketing). Empty values are left out.
  */
-export function vendorFields(config: OfflinePushConfig): Pick<OfflinePushInfo, 'AndroidInfo' | 'ApnsInfo'> {
+function vendorFields(config: OfflinePushConfig): Pick<OfflinePushInfo, 'AndroidInfo' | 'ApnsInfo'> {
   const v = config.vendor;
   const android: Record<string, string | number> = {
     HuaWeiCategory: v.huawei_category, HuaWeiImportance: v.huawei_importance, HonorImportance: v.honor_importance,

@@ -5,8 +5,7 @@ import { TcpProxy } from '../helpers/tcp-proxy.ts';
 import { CHANNEL_MODULES } from '../../src/channels/registry.ts';
 import type { ChannelOutcome, DeliveryChannel } from '../../src/channels/types.ts';
 import type { LedgerRow } from '../../src/ledger/types.ts';
-import { LedgerRepository } from '../../src/ledger/repository.ts';
-import { BatchedLedger } from '../../src/ledger/batched-ledger.ts';
+import { claimRow, insertAndClaim } from '../helpers/ledger.ts';
 
 /**
  * The contract every registered channel keeps, run against each one's real provider (fake-im for Tencent, MariaDB
@@ -105,18 +104,12 @@ async function trial(probe: ChannelProbe): Promise<Trial & { channel: DeliveryCh
   return { env, proxy, channel };
 }
 
-/** The row as a deliver worker holds it: inserted pending, then claimed through the real ledger. */
-async function claimed(t: Trial, row: LedgerRow): Promise<LedgerRow> {
-  await new LedgerRepository(t.env.notice).insertIfAbsent([{ ...row, status: 'pending' }], Date.now());
-  return reclaimed(t, row);
-}
+const claimed = (t: Trial, row: LedgerRow): Promise<LedgerRow> => insertAndClaim(t.env.notice, row, 'conformance', 10_000);
 
 /** The next claim of a row (its lock given up first), as a worker taking over after a crash would see it. */
 async function reclaimed(t: Trial, row: LedgerRow): Promise<LedgerRow> {
   await t.env.notice.query('UPDATE notice_delivery_events SET lock_until_ms = 0 WHERE source_event_id = ? AND channel = ?', [row.sourceEventId, row.channel]);
-  const result = await new BatchedLedger(t.env.notice, `conformance-${n}`, () => 10_000).claim(row);
-  if (!result.claimed) throw new Error(`could not claim ${row.sourceEventId}`);
-  return result.row;
+  return claimRow(t.env.notice, row, 'conformance-takeover', 10_000);
 }
 
 let n = 0;

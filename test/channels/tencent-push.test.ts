@@ -11,8 +11,7 @@ import { dataIdOf } from '../../src/channels/tencent-push/channel.ts';
 import { fitOfflinePush, offlinePushBytes, renderOfflinePush } from '../../src/tencent-im/offline-push.ts';
 import type { ChannelOutcome, DeliveryChannel } from '../../src/channels/types.ts';
 import type { LedgerRow } from '../../src/ledger/types.ts';
-import { LedgerRepository } from '../../src/ledger/repository.ts';
-import { BatchedLedger } from '../../src/ledger/batched-ledger.ts';
+import { insertAndClaim } from '../helpers/ledger.ts';
 import type { NoticeProcess } from '../../cli/run-roles.ts';
 
 const offlinePush = configSchema.parse({ mysql: { url: 'mysql://x/y' }, redis: { url: 'redis://x' } }).offline_push;
@@ -69,10 +68,8 @@ async function pushChannel(overrides: Record<string, unknown> = {}): Promise<Del
 }
 /** A send as a deliver worker makes it: the row inserted and claimed in the real ledger first (the channel marks it). */
 async function send(c: DeliveryChannel, r: LedgerRow, e: TestEnv = env!): Promise<ChannelOutcome> {
-  await new LedgerRepository(e.notice).insertIfAbsent([{ ...r, status: 'pending' }], Date.now());
-  const claim = await new BatchedLedger(e.notice, 'push-test', () => 20_000).claim(r);
-  if (!claim.claimed) throw new Error(`could not claim ${r.sourceEventId}`);
-  return c.send(claim.row, { lockUntilMs: claim.row.lockUntilMs });
+  const claimed = await insertAndClaim(e.notice, r, 'push-test', 20_000);
+  return c.send(claimed, { lockUntilMs: claimed.lockUntilMs });
 }
 
 describe('the tencent_push channel against fake-im', () => {

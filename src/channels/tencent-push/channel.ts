@@ -37,7 +37,7 @@ interface Waiting {
 }
 
 /** im_msg_key of a row whose call went out and whose answer was never recorded (the sender died mid-call). */
-export const SENDING_MARK = 'push-sending:';
+const SENDING_MARK = 'push-sending:';
 
 interface Group {
   info: OfflinePushInfo;
@@ -75,13 +75,12 @@ export function tencentPushChannel(deps: TencentPushDeps): DeliveryChannel {
         const slot = await deps.pacer.acquire(soonestLock === Infinity ? Infinity : Math.max(0, soonestLock - lockNeededMs - askedAt), oldest);
         const at = now();
         if (slot.sent) deps.metrics?.sendSlotWait.observe({ channel: CHANNEL_TENCENT_PUSH }, (at - askedAt) / 1000);
-        // Rows whose lock would end before the call does go back unspent; another claim brings them again.
-        const [sendable, late] = partition(group.waiting.splice(0), (w) => w.lockUntilMs === null || at + lockNeededMs <= w.lockUntilMs);
+        // Without a slot, or with a lock that would end before the call does, rows go back unspent; another claim
+        // brings them again.
+        const taken = group.waiting.splice(0);
+        const [sendable, late] = slot.sent ? partition(taken, (w) => w.lockUntilMs === null || at + lockNeededMs <= w.lockUntilMs) : [[], taken];
         for (const w of late) w.resolve({ kind: 'not_now', code: 'SEND_SLOT_WAIT', message: 'no push slot within the ledger lock', retryAtMs: at + (slot.sent ? 50 : slot.retryInMs) });
-        if (!slot.sent || sendable.length === 0) {
-          for (const w of sendable) w.resolve({ kind: 'not_now', code: 'SEND_SLOT_WAIT', message: 'no push slot within the ledger lock', retryAtMs: at + (slot.sent ? 50 : slot.retryInMs) });
-          continue;
-        }
+        if (sendable.length === 0) continue;
         // One account once per call; a second row for the same account (another fact, same text) waits for the next.
         const seen = new Set<string>();
         const call: Waiting[] = [];
@@ -126,15 +125,15 @@ export function tencentPushChannel(deps: TencentPushDeps): DeliveryChannel {
     send(row: LedgerRow, ctx: SendContext): Promise<ChannelOutcome> {
       const rendered = renderOfflinePush(deps.offlinePush, row);
       if (!rendered.push) return Promise.resolve({ kind: 'permanent', code: 'NO_PUSH', message: `nothing to push: ${rendered.reason}`, latencyMs: 0 });
+      // An earlier claim's call went out and its answer was never recorded: it may have reached the phone.
+      if (row.imMsgKey?.startsWith(SENDING_MARK) && !deps.retryAmbiguous) {
+        return Promise.resolve({ kind: 'unconfirmed', ref: row.imMsgKey, code: 'SEND_INTERRUPTED', message: 'a deliver process stopped during the timpush/batch call carrying this row; not resent (tencent_push.retry_ambiguous: false)', latencyMs: 0 });
+      }
       const key = JSON.stringify(rendered.info);
       let group = groups.get(key);
       if (!group) {
         group = { info: rendered.info, waiting: [], draining: false };
         groups.set(key, group);
-      }
-      // An earlier claim's call went out and its answer was never recorded: it may have reached the phone.
-      if (row.imMsgKey?.startsWith(SENDING_MARK) && !deps.retryAmbiguous) {
-        return Promise.resolve({ kind: 'unconfirmed', ref: row.imMsgKey, code: 'SEND_INTERRUPTED', message: 'a deliver process stopped during the timpush/batch call carrying this row; not resent (tencent_push.retry_ambiguous: false)', latencyMs: 0 });
       }
       const joined = group;
       return new Promise<ChannelOutcome>((resolve, reject) => {
@@ -154,7 +153,7 @@ export function tencentPushChannel(deps: TencentPushDeps): DeliveryChannel {
 }
 
 /** One row's outcome from its call's answer. */
-export function outcomeFor(outcome: PushBatchOutcome, row: LedgerRow, retryAmbiguous: boolean): ChannelOutcome {
+function outcomeFor(outcome: PushBatchOutcome, row: LedgerRow, retryAmbiguous: boolean): ChannelOutcome {
   switch (outcome.kind) {
     case 'accepted': {
       const result = outcome.results.get(row.userId) ?? { kind: 'pushed' };

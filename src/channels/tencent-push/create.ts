@@ -25,13 +25,9 @@ export function createTencentPush(ctx: ChannelContext): DeliveryChannel {
     sendTimeoutMs: push.request_timeout * 2, // a re-sign can make it two requests
     metrics,
     markSending: async (rows, ref) => {
-      const nowMs = Date.now();
-      const marked = new Set<string>();
-      // Every row of a call was claimed by this process, so one lock holder; grouped anyway, as the lock says.
-      for (const holder of new Set(rows.map((r) => r.lockedBy ?? ''))) {
-        const keys = await ledger.markSending(rows.filter((r) => (r.lockedBy ?? '') === holder), holder, ref, nowMs);
-        for (const k of keys) marked.add(formatKey(k));
-      }
+      // Every row of a call was claimed by this process, so they share one lock holder; a row that does not (or whose
+      // lock was taken over) is simply not marked, and goes back unsent.
+      const marked = new Set((await ledger.markSending(rows, rows[0]?.lockedBy ?? '', ref, Date.now())).map(formatKey));
       return rows.filter((r) => marked.has(formatKey(r)));
     },
   });
