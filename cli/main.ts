@@ -50,6 +50,7 @@ for (const [name, roles, description] of [
   ['deliver', ['deliver'], 'send queued notices through Tencent IM and record the outcome'],
   ['all', null, 'every enabled role in one process'],
   ['dashboard', ['dashboard'], 'bull-board and the ledger search/requeue page, behind basic auth'],
+  ['inbox-api', ['inbox-api'], 'the inbox gRPC API for the gateway (inbox.api_host:api_port, mutual TLS beyond loopback)'],
 ] as const) {
   program
     .command(name)
@@ -68,9 +69,25 @@ function rolesEnabledIn(config: NoticeConfig): RoleName[] {
   const roles: RoleName[] = [];
   if (ingestEnabled(config)) roles.push('ingest');
   if (config.deliver.enabled) roles.push('deliver');
-  if (roles.length === 0) throw new RoleConfigError('nothing to run: no ingest source is enabled and deliver.enabled is false');
+  if (config.inbox.api_enabled) roles.push('inbox-api');
+  if (roles.length === 0) throw new RoleConfigError('nothing to run: no ingest source is enabled, deliver.enabled and inbox.api_enabled are false');
   return roles;
 }
+
+program
+  .command('config')
+  .description('configuration tools')
+  .command('check')
+  .description('validate a config without starting anything: every key, the inbox API TLS files, and what each listener would bind')
+  .addOption(configOption())
+  .action(async (opts: { config?: string }) => {
+    const file = opts.config ?? defaultConfigPath();
+    const config = loadConfig(file);
+    const { listenerSummary } = await import('../src/config/check.ts');
+    const listeners = listenerSummary(config);
+    console.log(`${file}: valid`);
+    for (const line of listeners) console.log(`  ${line}`);
+  });
 
 program
   .command('fake-im')

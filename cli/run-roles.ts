@@ -7,12 +7,13 @@ import { createDeliverQueues, type DeliverQueues } from '../queues/deliver-queue
 import type { IngestRole } from '../ingest/ingest-role.ts';
 import type { DeliverRole } from '../deliver/deliver-role.ts';
 import type { DashboardRole } from '../dashboard/dashboard-role.ts';
+import type { InboxApiServer } from '../src/channels/inbox/api/server.ts';
 import { withDeadline, type Role } from '../src/app/role.ts';
 import { checkReadiness } from '../src/observability/readiness.ts';
 import { NoticeMetrics } from '../src/observability/metrics.ts';
 import { HealthServer, type Readiness } from '../src/observability/health-server.ts';
 
-export type RoleName = 'ingest' | 'deliver' | 'dashboard';
+export type RoleName = 'ingest' | 'deliver' | 'dashboard' | 'inbox-api';
 
 /**
  * The connections and roles of one process, built from config; used by the CLI and by in-process tests. This is the
@@ -25,6 +26,7 @@ export interface NoticeProcess {
   ingest?: IngestRole;
   deliver?: DeliverRole;
   dashboard?: DashboardRole;
+  inboxApi?: InboxApiServer;
   metrics: NoticeMetrics;
   health: HealthServer;
   readiness(): Promise<Readiness>;
@@ -49,16 +51,18 @@ export async function buildProcess(config: NoticeConfig, roleNames: readonly Rol
   let ingest: IngestRole | undefined;
   let deliver: DeliverRole | undefined;
   let dashboard: DashboardRole | undefined;
+  let inboxApi: InboxApiServer | undefined;
   // Each role's module (and its libraries: the RocketMQ client, express and bull-board) loads only where it runs.
   try {
     if (roleNames.includes('ingest')) ingest = new (await import('../ingest/ingest-role.ts')).IngestRole(config, pool, queues, logger, metrics);
     if (roleNames.includes('deliver')) deliver = new (await import('../deliver/deliver-role.ts')).DeliverRole(config, pool, workerRedis, queues, producerRedis, logger, metrics);
     if (roleNames.includes('dashboard')) dashboard = new (await import('../dashboard/dashboard-role.ts')).DashboardRole(config, pool, queues, logger);
+    if (roleNames.includes('inbox-api')) inboxApi = new (await import('../src/channels/inbox/api/server.ts')).InboxApiServer(config.mysql.url, config.inbox, logger);
   } catch (err) {
     await closeConnections();
     throw err;
   }
-  const roles: Role[] = [ingest, deliver, dashboard].filter((r): r is IngestRole | DeliverRole | DashboardRole => r !== undefined);
+  const roles: Role[] = [ingest, deliver, dashboard, inboxApi].filter((r): r is IngestRole | DeliverRole | DashboardRole | InboxApiServer => r !== undefined);
 
   metrics.onScrape(async () => {
     await Promise.all(queues.all.map(async (queue) => {
@@ -74,17 +78,10 @@ export async function buildProcess(config: NoticeConfig, roleNames: readonly Rol
     metrics.sendRateLimit.set({ channel: 'tencent_im_c2c' }, config.tencent_im.rate_limit_per_second);
     if (config.tencent_push.enabled) metrics.sendRateLimit.set({ channel: 'tencent_push' }, config.tencent_push.rate_limit_per_second);
   }
-  // The inbox API is stateless over MySQL, so every process with the gRPC port serves it.
-  const grpcServices = config.inbox.api_enabled
-    ? async (server: import('@grpc/grpc-js').Server) => {
-        const [{ addInboxService }, { InboxStore }] = await Promise.all([import('../src/channels/inbox/api/inbox-service.ts'), import('../src/channels/inbox/store.ts')]);
-        await addInboxService(server, new InboxStore(pool), config.inbox, logger);
-      }
-    : undefined;
-  const health = new HealthServer({ host: config.health.host, httpPort: config.health.http_port, grpcPort: config.health.grpc_port, metrics, readiness, logger, grpcServices });
+  const health = new HealthServer({ host: config.health.host, httpPort: config.health.http_port, grpcPort: config.health.grpc_port, metrics, readiness, logger });
 
   return {
-    pool, queues, roles, ingest, deliver, dashboard, metrics, health, readiness,
+    pool, queues, roles, ingest, deliver, dashboard, inboxApi, metrics, health, readiness,
     async start() {
       await warnOnUnsafeRedis(producerRedis, logger);
       for (const role of roles) await role.start();

@@ -6,6 +6,11 @@ import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { freePort } from './helpers/ports.ts';
 import { MYSQL_SERVER, REDIS_URL, waitFor } from './helpers/env.ts';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { INBOX_PROTO } from '../src/channels/inbox/api/inbox-service.ts';
+
+const InboxService = (grpc.loadPackageDefinition(protoLoader.loadSync(INBOX_PROTO, { keepCase: true, longs: String, enums: String, defaults: true })) as any).notice.inbox.v1.InboxService;
 
 /**
  * `npm run dev` as a person (or `timeout`, or a process manager) runs it: it must show readable logs and a summary,
@@ -24,7 +29,7 @@ afterEach(async () => {
 
 async function startDev() {
   const id = `dev${randomBytes(3).toString('hex')}`;
-  const [fakeImPort, httpPort, dashboardPort] = [await freePort(), await freePort(), await freePort()];
+  const [fakeImPort, httpPort, dashboardPort, inboxApiPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const dir = join(process.cwd(), '.tmp', 'dev-loop');
   mkdirSync(dir, { recursive: true });
   const config = join(dir, `${id}.yaml`);
@@ -32,14 +37,14 @@ async function startDev() {
   writeFileSync(config, readFileSync('configs/dev.yaml', 'utf8')
     .replace(/"hyapp_(wallet|room|activity)"/g, `"${id}_$1"`).replace('prefix: "{notice}"', `prefix: "{${id}}"`).replace('port: 13200', `port: ${dashboardPort}`));
   const child = spawn('npm', ['run', 'dev'], {
-    env: { ...process.env, NOTICE_CONFIG: config, NOTICE_MYSQL_URL: `${MYSQL_SERVER}/${id}_notice`, NOTICE_REDIS_URL: REDIS_URL, FAKE_IM_PORT: String(fakeImPort), NOTICE_HTTP_PORT: String(httpPort), DEV_SUMMARY_EVERY: '1' },
+    env: { ...process.env, NOTICE_CONFIG: config, NOTICE_MYSQL_URL: `${MYSQL_SERVER}/${id}_notice`, NOTICE_REDIS_URL: REDIS_URL, FAKE_IM_PORT: String(fakeImPort), NOTICE_HTTP_PORT: String(httpPort), NOTICE_INBOX_API_PORT: String(inboxApiPort), DEV_SUMMARY_EVERY: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   run = { child, output: () => out, id, config };
-  return { child, output: () => out, config, fakeImPort, dashboardPort };
+  return { child, output: () => out, config, fakeImPort, dashboardPort, inboxApiPort };
 }
 
 const listening = async (port: number) => fetch(`http://127.0.0.1:${port}/`).then(() => true, () => false);
@@ -59,6 +64,11 @@ describe('npm run dev', () => {
     // The dashboard starts on its own; on a loaded machine it may come up after the first deliveries.
     await waitFor(() => listening(dev.dashboardPort), (up) => up, 30_000, 'the dashboard listening');
     expect(processesOf(dev.config).length).toBeGreaterThanOrEqual(4);
+    // The inbox API answers on loopback, as the README's grpcurl example dials it.
+    const inbox = new InboxService(`127.0.0.1:${dev.inboxApiPort}`, grpc.credentials.createInsecure());
+    const unread = await new Promise<any>((resolve, reject) => inbox.GetUnreadCount({ caller: { app_code: 'lalu', user_id: '10001' } }, (err: Error | null, res: any) => (err ? reject(err) : resolve(res))));
+    inbox.close();
+    expect(unread.unread.count).toBeGreaterThanOrEqual(0);
 
     dev.child.kill(signal);
     await new Promise((resolve) => dev.child.once('exit', resolve));

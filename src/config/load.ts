@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { routingProblems } from '../channels/routing.ts';
 import { parse as parseYaml } from 'yaml';
 import { configSchema, type NoticeConfig } from './schema.ts';
+import { isLoopbackHost } from './loopback.ts';
 import { interpolate, type InterpolationProblem } from './interpolate.ts';
 
 /** Thrown when the config cannot be used; the message names every bad key at once. */
@@ -72,9 +73,23 @@ function crossFieldProblems(config: NoticeConfig): string[] {
   if (config.rocketmq.request_timeout < 1000) {
     problems.push('rocketmq.request_timeout: the client requires at least 1s');
   }
-  problems.push(...routingProblems(config));
+  problems.push(...routingProblems(config), ...inboxApiProblems(config));
   if (Boolean(config.rocketmq.access_key) !== Boolean(config.rocketmq.secret_key)) {
     problems.push('rocketmq.access_key/secret_key: set both or neither');
+  }
+  return problems;
+}
+
+/** The inbox API answers with people's notices: beyond loopback only to an authenticated gateway, with real page tokens. */
+function inboxApiProblems(config: NoticeConfig): string[] {
+  const { inbox } = config;
+  if (!inbox.api_enabled || isLoopbackHost(inbox.api_host)) return [];
+  const problems: string[] = [];
+  if (!inbox.api_tls) {
+    problems.push(`inbox.api_tls: required when inbox.api_host (${inbox.api_host}) is not loopback; set inbox.api_tls.cert_file, inbox.api_tls.key_file and inbox.api_tls.client_ca_file (mutual TLS with the gateway)`);
+  }
+  if (inbox.page_token_secret === '') {
+    problems.push(`inbox.page_token_secret: required when inbox.api_host (${inbox.api_host}) is not loopback (an empty secret lets anyone forge page tokens)`);
   }
   return problems;
 }

@@ -132,12 +132,25 @@ const inbox = z.strictObject({
   /** Unread counts stop at this number and say `capped` (a badge shows "99+"). */
   unread_count_cap: z.number().int().min(1).max(10_000).default(100),
   /**
-   * Signs page tokens so that a forged or altered one is refused. Tokens carry no authority (every query is scoped
-   * by the caller), so an empty key still detects damaged tokens; set one in production.
+   * Signs page tokens so that a forged or altered one is refused. Required when the API listens beyond loopback;
+   * an empty key (development only) still detects damaged tokens.
    */
   page_token_secret: z.string().default(''),
-  /** Serve notice.inbox.v1.InboxService on the gRPC port (health.grpc_port). */
+  /** Serve notice.inbox.v1.InboxService on its own listener (roles `inbox-api` and `all`). */
   api_enabled: z.boolean().default(true),
+  /** The API's own address: loopback by default; anything else requires api_tls (mutual TLS with the gateway). */
+  api_host: z.string().min(1).default('127.0.0.1'),
+  api_port: port.default(13010),
+  /** Mutual TLS: the server's certificate and key, and the CA that the gateway's client certificate must chain to. */
+  api_tls: z.strictObject({ cert_file: z.string().min(1), key_file: z.string().min(1), client_ca_file: z.string().min(1) }).optional(),
+  /** The API's own MySQL connections, so a flood of calls cannot take the deliver role's. */
+  api_pool_size: z.number().int().min(1).max(100).default(4),
+  /** Calls waiting for one of those connections; beyond it a call is answered RESOURCE_EXHAUSTED at once. */
+  api_queue_limit: z.number().int().min(1).max(10_000).default(256),
+  /** Deadline of each API query; a slower one fails the call UNAVAILABLE and frees its connection. */
+  api_query_timeout: durationMs.default(2000),
+  /** Concurrent calls per gateway connection (HTTP/2 streams). */
+  api_max_concurrent_streams: z.number().int().min(1).max(10_000).default(100),
 });
 
 /** RocketMQ 5 proxy (gRPC) consumer settings. Defaults are values the real proxy accepts. */

@@ -20,11 +20,10 @@ export interface HealthServerOptions {
   logger: Logger;
   /** How often the gRPC serving status is re-evaluated. */
   refreshMs?: number;
-  /** Other services on the same gRPC port (the inbox API). */
-  grpcServices?: (server: grpc.Server) => Promise<void>;
 }
 
 /**
+ * Health only, never an API with personal data (the inbox API has its own listener).
  * `/healthz` (alive), `/readyz` (dependencies answer and roles run), `/metrics` (Prometheus) over HTTP, and the
  * standard grpc.health.v1.Health service whose status follows readiness. A port of 0 disables that listener.
  */
@@ -56,7 +55,6 @@ export class HealthServer {
       this.health = new HealthImplementation({ '': 'NOT_SERVING' });
       const server = new grpc.Server();
       this.health.addToServer(server);
-      await this.options.grpcServices?.(server);
       this.grpcPort = await new Promise<number>((resolve, reject) =>
         server.bindAsync(`${this.options.host ?? '0.0.0.0'}:${grpcPort}`, grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port))),
       );

@@ -29,12 +29,12 @@ const add = (user: string, n: number, kind = 'activity_notice') =>
   store.insert(Array.from({ length: n }, () => ({ appCode: 'lalu', userId: user, fact: { sourceName: 't', appCode: 'lalu', sourceEventId: `e${++seq}` }, noticeKind: kind, eventType: 'SystemNotice', payload: `{"n":${seq}}`, createdAtMs: Date.now(), expireAtMs: null })));
 
 beforeAll(async () => {
-  const grpcPort = await freePort();
-  env = await createTestEnv({ inbox: { enabled: true, page_token_secret: 'test-token-secret' }, health: { grpc_port: grpcPort, http_port: 0 } });
-  proc = await startPipeline(env.config, ['deliver']);
+  const apiPort = await freePort();
+  env = await createTestEnv({ inbox: { enabled: true, page_token_secret: 'test-token-secret', api_port: apiPort } });
+  proc = await startPipeline(env.config, ['deliver', 'inbox-api']);
   store = new InboxStore(env.notice);
   const pkg = grpc.loadPackageDefinition(await protoLoader.load(INBOX_PROTO, { keepCase: true, longs: String, enums: String, defaults: true })) as any;
-  client = new pkg.notice.inbox.v1.InboxService(`127.0.0.1:${grpcPort}`, grpc.credentials.createInsecure());
+  client = new pkg.notice.inbox.v1.InboxService(`127.0.0.1:${apiPort}`, grpc.credentials.createInsecure());
 });
 
 afterAll(async () => {

@@ -58,7 +58,7 @@ export async function createTestEnv(overrides: Record<string, unknown> = {}, opt
       // superseded; tests of that feature turn it on (test/superseded.test.ts).
       deliver: { concurrency: 8, retry_base_delay: '50ms', retry_max_delay: '400ms', job_lock_duration: '4s', skip_superseded: { WalletBalanceChanged: false } },
       // Most tests count one ledger row per event; the inbox's own tests (and the fault suite) turn it on.
-      inbox: { enabled: false },
+      inbox: { enabled: false, api_port: 0 },
       health: { grpc_port: 0, http_port: 0 },
       log: { level: process.env.TEST_LOG_LEVEL ?? 'silent' },
       shutdown_timeout: '5s',

@@ -77,7 +77,10 @@ export function inboxHandlers(store: InboxStore, config: InboxConfig, logger: Lo
   return handlers;
 }
 
-/** Adds InboxService to a gRPC server (the health server's, on health.grpc_port). */
+/** Refused before any query: the API's connection queue is full (a flood); the gateway should back off. */
+const isOverloaded = (err: unknown) => err instanceof Error && err.message === 'Queue limit reached.';
+
+/** Adds InboxService to a gRPC server (the inbox API's own listener, see ./server.ts). */
 export async function addInboxService(server: grpc.Server, store: InboxStore, config: InboxConfig, logger: Logger): Promise<void> {
   const grpcJs = await import('@grpc/grpc-js');
   const protoLoader = await import('@grpc/proto-loader');
@@ -90,6 +93,7 @@ export async function addInboxService(server: grpc.Server, store: InboxStore, co
       (err) => {
         if (err instanceof InvalidRequest) return callback({ code: grpcJs.status.INVALID_ARGUMENT, details: err.message });
         if (err instanceof NotFound) return callback({ code: grpcJs.status.NOT_FOUND, details: err.message });
+        if (isOverloaded(err)) return callback({ code: grpcJs.status.RESOURCE_EXHAUSTED, details: 'the inbox API is at its limit of concurrent calls; retry with backoff' });
         logger.warn({ method: name, err: describeError(err) }, 'inbox API call failed');
         callback({ code: grpcJs.status.UNAVAILABLE, details: 'the inbox is unavailable; retry' });
       },

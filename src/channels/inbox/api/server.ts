@@ -1,0 +1,100 @@
+import { readFileSync } from 'node:fs';
+import type * as grpc from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import type { InboxConfig } from '../../../config/schema.ts';
+import { isLoopbackHost } from '../../../config/loopback.ts';
+import { createMysqlPool, type Pool } from '../../../platform/mysql.ts';
+import { InboxStore } from '../store.ts';
+import { RoleConfigError, type Role } from '../../../app/role.ts';
+import { addInboxService } from './inbox-service.ts';
+
+/** A legal request is a caller, filters and at most 100 ids: well under this. Bigger ones are refused unread. */
+export const MAX_REQUEST_BYTES = 64 * 1024;
+
+export interface InboxApiTlsFiles {
+  cert: Buffer;
+  key: Buffer;
+  clientCa: Buffer;
+}
+
+/** Thrown when the API cannot listen as configured; the message names the key. */
+export class InboxApiConfigError extends RoleConfigError {}
+
+/** Reads inbox.api_tls's files (at start-up and by `config check`), naming the key of one that cannot be used. */
+export function readInboxApiTls(tls: NonNullable<InboxConfig['api_tls']>): InboxApiTlsFiles {
+  const read = (key: keyof typeof tls, what: string, marker: RegExp) => {
+    let text: Buffer;
+    try {
+      text = readFileSync(tls[key]);
+    } catch (err) {
+      throw new InboxApiConfigError(`inbox.api_tls.${key}: cannot read ${tls[key]} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+    if (!marker.test(text.toString('latin1'))) throw new InboxApiConfigError(`inbox.api_tls.${key}: ${tls[key]} is not a PEM ${what}`);
+    return text;
+  };
+  return {
+    cert: read('cert_file', 'certificate', /-----BEGIN CERTIFICATE-----/),
+    key: read('key_file', 'private key', /-----BEGIN [A-Z ]*PRIVATE KEY-----/),
+    clientCa: read('client_ca_file', 'CA certificate', /-----BEGIN CERTIFICATE-----/),
+  };
+}
+
+/**
+ * notice.inbox.v1.InboxService on its own listener, apart from health: the gateway is its only client. Beyond
+ * loopback it speaks mutual TLS only (a peer without a certificate from inbox.api_tls.client_ca_file is refused at
+ * the handshake), so the request's `caller` is trusted because the gateway is. A bulkhead keeps a flood of calls
+ * from slowing delivery: small messages, bounded streams, its own few MySQL connections, a deadline on each query.
+ */
+export class InboxApiServer implements Role {
+  readonly name = 'inbox-api';
+  private server: grpc.Server | null = null;
+  private pool: Pool | null = null;
+  port = 0;
+
+  constructor(private readonly mysqlUrl: string, private readonly config: InboxConfig, private readonly logger: Logger) {}
+
+  async start(): Promise<void> {
+    const { config } = this;
+    if (!config.api_tls && !isLoopbackHost(config.api_host)) {
+      throw new InboxApiConfigError(`inbox.api_host ${config.api_host} is not loopback: set inbox.api_tls (cert_file, key_file, client_ca_file)`);
+    }
+    const tls = config.api_tls ? readInboxApiTls(config.api_tls) : null;
+    const grpcJs = await import('@grpc/grpc-js');
+    const credentials = tls ? grpcJs.ServerCredentials.createSsl(tls.clientCa, [{ cert_chain: tls.cert, private_key: tls.key }], true) : grpcJs.ServerCredentials.createInsecure();
+    const server = new grpcJs.Server({
+      'grpc.max_receive_message_length': MAX_REQUEST_BYTES,
+      'grpc.max_concurrent_streams': config.api_max_concurrent_streams,
+    });
+    this.pool = createMysqlPool(this.mysqlUrl, config.api_pool_size, { queueLimit: config.api_queue_limit });
+    await addInboxService(server, new InboxStore(this.pool, config.api_query_timeout), config, this.logger);
+    try {
+      this.port = await new Promise<number>((resolve, reject) =>
+        server.bindAsync(`${config.api_host.includes(':') ? `[${config.api_host}]` : config.api_host}:${config.api_port}`, credentials, (err, port) => (err ? reject(err) : resolve(port))),
+      );
+    } catch (err) {
+      await this.pool.end();
+      this.pool = null;
+      throw new InboxApiConfigError(`inbox API cannot listen on ${config.api_host}:${config.api_port} (inbox.api_host/api_port): ${(err as Error).message}`);
+    }
+    this.server = server;
+    this.logger.info({ host: config.api_host, port: this.port, tls: tls ? 'mutual' : 'none (loopback)' }, 'inbox API listening');
+  }
+
+  isRunning(): boolean {
+    return this.server !== null;
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    if (server) {
+      // Calls in flight get a moment to answer; then the rest are cut.
+      await new Promise<void>((resolve) => {
+        const cut = setTimeout(() => { server.forceShutdown(); resolve(); }, 2000);
+        server.tryShutdown(() => { clearTimeout(cut); resolve(); });
+      });
+    }
+    await this.pool?.end();
+    this.pool = null;
+  }
+}
