@@ -1,9 +1,9 @@
 import express, { type Request, type Response } from 'express';
 import type { LedgerQueries } from '../src/ledger/queries.ts';
-import type { LedgerRepository } from '../src/ledger/repository.ts';
-import type { LedgerKey, LedgerRow } from '../src/ledger/types.ts';
+import type { LedgerKey } from '../src/ledger/types.ts';
 import { CHANNEL_NAMES } from '../src/channels/registry.ts';
-import { requeueFailed } from '../src/ops/requeue.ts';
+import { runRequeue } from '../src/ops/requeue-run.ts';
+import type { Pool } from '../src/platform/mysql.ts';
 import { presentRow, withTimelines } from '../src/ledger/present.ts';
 import type { DeliveryHistory } from '../src/ledger/history.ts';
 import type { AuditLog } from '../src/ops/audit-log.ts';
@@ -11,7 +11,7 @@ import type { DeliverQueues } from '../queues/deliver-queue.ts';
 
 export interface LedgerApiDeps {
   queries: LedgerQueries;
-  ledger: LedgerRepository;
+  pool: Pool;
   queues: DeliverQueues;
   readOnly: boolean;
   maxRetryFor: (source: string) => number;
@@ -65,24 +65,11 @@ export function ledgerApi(deps: LedgerApiDeps): express.Router {
     if (!req.is('application/json')) return void res.status(415).json({ error: 'send application/json' });
     const keys = parseKeys(req.body?.keys);
     if (!keys) return void res.status(400).json({ error: 'keys must be a non-empty array of {source_name, app_code, source_event_id, channel} (at most 500)' });
-    const rows: LedgerRow[] = [];
-    const missing: LedgerKey[] = [];
-    for (const key of keys) {
-      const row = await deps.ledger.get(key);
-      if (row) rows.push(row);
-      else missing.push(key);
-    }
     const operator = typeof res.locals.operator === 'string' ? res.locals.operator : 'anonymous (dashboard auth off)';
-    const result = await requeueFailed(deps.ledger, deps.queues, rows, deps.maxRetryFor, { history: deps.history, actor: operator });
-    const skipped = result.skipped.length + missing.length;
-    await deps.audit.record({
-      actor: operator, via: 'dashboard', action: 'requeue_failed',
-      matched: keys.length, affected: result.requeued.length,
-      detail: { event_ids: keys.slice(0, 20).map((k) => k.sourceEventId), ...(keys.length > 20 ? { more: keys.length - 20 } : {}), skipped },
-    });
+    const result = await runRequeue({ pool: deps.pool, queues: deps.queues, maxRetryFor: deps.maxRetryFor }, { actor: operator, via: 'dashboard' }, { keys });
     res.json({
       requeued: result.requeued.map((k) => k.sourceEventId),
-      skipped: [...result.skipped.map((s) => ({ source_event_id: s.key.sourceEventId, reason: s.reason })), ...missing.map((k) => ({ source_event_id: k.sourceEventId, reason: 'no such ledger row' }))],
+      skipped: result.skipped.map((s) => ({ source_event_id: s.key.sourceEventId, reason: s.reason })),
     });
   });
 

@@ -70,7 +70,7 @@ describe('dashboard', () => {
     await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 2, 10_000, 'requeued event delivered');
     // The audit log says who did it, from where, and what it touched.
     const audit = await (await fetch(`${base}/api/notices/audit`, { headers: auth() })).json();
-    expect(audit.actions).toEqual([expect.objectContaining({ actor: 'ops', via: 'dashboard', action: 'requeue_failed', matched: 2, affected: 1, detail: { event_ids: [row.source_event_id, 'nope'], skipped: 1 } })]);
+    expect(audit.actions).toEqual([expect.objectContaining({ actor: 'ops', via: 'dashboard', action: 'requeue_failed', matched: 2, affected: 1, detail: expect.objectContaining({ event_ids: [row.source_event_id, 'nope'], skipped: 1, state: 'done' }) })]);
     expect(env!.fakeIm.delivered().filter((m) => m.toAccount === '10002')).toHaveLength(1);
   });
 
@@ -113,7 +113,7 @@ describe('dashboard', () => {
     // Only the real run is an operator action; the dry run changed nothing.
     const [actions] = await env!.notice.query<any[]>('SELECT actor, via, action, matched, affected, detail FROM notice_operator_actions');
     expect(actions).toEqual([expect.objectContaining({ actor: `${userInfo().username}@${hostname()}`, via: 'cli', action: 'requeue_failed', matched: 1, affected: 1 })]);
-    expect(JSON.parse(actions[0].detail)).toEqual({ status: 'failed', source: 'wallet_outbox', skipped: 0 });
+    expect(JSON.parse(actions[0].detail)).toMatchObject({ status: 'failed', source: 'wallet_outbox', skipped: 0, state: 'done' });
     const audit = spawnNotice(['audit', '--limit', '5', '--config', env!.configFile]);
     expect(await audit.exited).toBe(0);
     expect(JSON.parse(audit.output().slice(audit.output().indexOf('[')))).toEqual([expect.objectContaining({ actor: `${userInfo().username}@${hostname()}`, via: 'cli', action: 'requeue_failed', matched: 1, affected: 1 })]);

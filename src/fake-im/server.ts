@@ -37,6 +37,8 @@ export interface ReceivedPush {
   msgRandom: number;
   /** The accounts it was pushed to (those in ErrorList left out). */
   accounts: string[];
+  /** The accounts the call named that were answered in ErrorList instead. */
+  refused: string[];
   offlinePush: Record<string, unknown>;
   receivedAtMs: number;
   /** True when Tencent would have dropped it: the same MsgRandom within the same second. */
@@ -315,7 +317,7 @@ export class FakeImServer {
     if (this.pushSeen.size > 100_000) this.pushSeen.clear();
     this.pushSeen.set(dedupKey, nowMs);
     const taskId = `batch_${(nowMs / 1000).toString(16).slice(0, 8)}_${(++this.seq).toString(16).padStart(8, '0')}_${this.options.sdkAppId.toString(16)}`;
-    this.pushed.push({ taskId, dataId, msgRandom: msg.MsgRandom as number, accounts, offlinePush: info, receivedAtMs: nowMs, duplicate });
+    this.pushed.push({ taskId, dataId, msgRandom: msg.MsgRandom as number, accounts, refused: errorList.map((e) => e.To_Account), offlinePush: info, receivedAtMs: nowMs, duplicate });
     return { ActionStatus: 'OK', ErrorCode: 0, ErrorInfo: '', TaskId: taskId, ...(errorList.length > 0 ? { ErrorList: errorList } : {}) };
   }
 

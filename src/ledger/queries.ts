@@ -1,6 +1,16 @@
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { toLedgerRow } from './repository.ts';
-import { DELIVERY_STATUSES, type DeliveryStatus, type LedgerRow } from './types.ts';
+import { DELIVERY_STATUSES, type DeliveryStatus, type LedgerKey, type LedgerRow } from './types.ts';
+
+export interface FailedFilter {
+  sourceName?: string;
+  channel?: string;
+  sinceMs?: number;
+}
+
+export interface FailedCursor extends LedgerKey {
+  updatedAtMs: number;
+}
 
 /** Read-only operator look-ups on the ledger, each served by an index. */
 export class LedgerQueries {
@@ -46,6 +56,39 @@ export class LedgerQueries {
       oldestPendingAgeMs: pending[0] ? Math.max(0, nowMs - Number(pending[0].updated_at_ms)) : null,
       deliveredLastMinute: Number(minute[0]?.n ?? 0),
     };
+  }
+
+  /**
+   * Failed rows last updated before `beforeMs`, oldest first, after `after` (keyset on idx_nde_status_updated, whose
+   * entries end with the primary key). A row requeued at or after `beforeMs` and failed again is never in the set.
+   */
+  async failedBefore(beforeMs: number, filter: FailedFilter, after: FailedCursor | null, limit: number): Promise<{ rows: LedgerRow[]; next: FailedCursor | null }> {
+    const where = ["status = 'failed'", 'updated_at_ms < ?'];
+    const params: unknown[] = [beforeMs];
+    if (filter.sourceName) {
+      where.push('source_name = ?');
+      params.push(filter.sourceName);
+    }
+    if (filter.channel) {
+      where.push('channel = ?');
+      params.push(filter.channel);
+    }
+    if (filter.sinceMs !== undefined) {
+      where.push('updated_at_ms >= ?');
+      params.push(filter.sinceMs);
+    }
+    if (after) {
+      where.push('(updated_at_ms, source_name, app_code, source_event_id, channel) > (?, ?, ?, ?, ?)');
+      params.push(after.updatedAtMs, after.sourceName, after.appCode, after.sourceEventId, after.channel);
+    }
+    const [rows] = await this.pool.query<RowDataPacket[]>(
+      `SELECT * FROM notice_delivery_events FORCE INDEX (idx_nde_status_updated) WHERE ${where.join(' AND ')}
+        ORDER BY updated_at_ms, source_name, app_code, source_event_id, channel LIMIT ?`,
+      [...params, limit],
+    );
+    const page = rows.map(toLedgerRow);
+    const last = page[page.length - 1];
+    return { rows: page, next: last && page.length === limit ? { updatedAtMs: last.updatedAtMs, sourceName: last.sourceName, appCode: last.appCode, sourceEventId: last.sourceEventId, channel: last.channel } : null };
   }
 
   /** idx_nde_status_updated, newest first; `before` pages by updated_at_ms. */

@@ -19,11 +19,17 @@ export interface RecordedAction extends OperatorAction {
 export class AuditLog {
   constructor(private readonly pool: Pool, private readonly now: () => number = Date.now) {}
 
-  async record(action: OperatorAction): Promise<void> {
-    await this.pool.query<ResultSetHeader>(
+  async record(action: OperatorAction): Promise<number> {
+    const [result] = await this.pool.query<ResultSetHeader>(
       'INSERT INTO notice_operator_actions (at_ms, actor, via, action, matched, affected, detail) VALUES (?, ?, ?, ?, ?, ?, ?)',
       [this.now(), clipText(action.actor, 191), action.via, action.action, action.matched, action.affected, JSON.stringify(action.detail)],
     );
+    return result.insertId;
+  }
+
+  /** A long action's progress (and, last, its end) on the row `record` wrote when it began. */
+  async update(id: number, progress: Pick<OperatorAction, 'matched' | 'affected' | 'detail'>): Promise<void> {
+    await this.pool.query<ResultSetHeader>('UPDATE notice_operator_actions SET matched = ?, affected = ?, detail = ? WHERE id = ?', [progress.matched, progress.affected, JSON.stringify(progress.detail), id]);
   }
 
   /** Newest first (idx_noa_at). */

@@ -4,12 +4,11 @@ import { type NoticeConfig } from '../config/schema.ts';
 import { createMysqlPool } from '../platform/mysql.ts';
 import { createRedis } from '../platform/redis.ts';
 import { LedgerQueries } from '../ledger/queries.ts';
-import { LedgerRepository } from '../ledger/repository.ts';
 import { sourcePolicy } from '../notices/registry.ts';
 import { createDeliverQueues, type DeliverQueues } from '../../queues/deliver-queue.ts';
 import { withTimelines } from '../ledger/present.ts';
 import { DeliveryHistory } from '../ledger/history.ts';
-import { requeueFailed } from './requeue.ts';
+import { runRequeue } from './requeue-run.ts';
 import { AuditLog } from './audit-log.ts';
 import { presentBody, RejectStore } from '../intake/reject-store.ts';
 import { requeueRejected } from './reject-requeue.ts';
@@ -60,41 +59,24 @@ export interface RequeueCommand {
   dryRun: boolean;
 }
 
-/** `notice-service requeue --status failed [--source …] [--since …] [--dry-run]`, in pages of 200. */
+/**
+ * `notice-service requeue --status failed [--source …] [--channel …] [--since …] [--dry-run]`: the failed rows as
+ * they stand when it starts, each taken once (runRequeue); progress on stderr.
+ */
 export async function requeueCommand(config: NoticeConfig, options: RequeueCommand): Promise<{ matched: number; requeued: number; skipped: Array<{ event_id: string; reason: string }>; dry_run: boolean }> {
   if (options.status !== 'failed') throw new RoleConfigError(`--status: only "failed" rows can be requeued, got "${options.status}"`);
   if (options.channel !== undefined && !CHANNEL_NAMES.includes(options.channel)) throw new RoleConfigError(`--channel must be one of ${CHANNEL_NAMES.join(', ')}, got "${options.channel}"`);
   const sinceMs = options.since ? parseSince(options.since) : undefined;
   const policyFor = sourcePolicy(config);
+  const detail = { status: options.status, ...(options.source ? { source: options.source } : {}), ...(options.channel ? { channel: options.channel } : {}), ...(options.since ? { since: options.since } : {}) };
   return withResources(config, async ({ pool, queues }) => {
-    const queries = new LedgerQueries(pool);
-    const ledger = new LedgerRepository(pool);
-    let matched = 0;
-    let requeued = 0;
-    const skipped: Array<{ event_id: string; reason: string }> = [];
-    let offset = 0;
-    for (;;) {
-      // Requeued rows leave the failed set, so the next page starts at the skipped ones.
-      const { rows } = await queries.byStatus('failed', { limit: 200, offset, sourceName: options.source, channel: options.channel, sinceMs });
-      if (rows.length === 0) break;
-      matched += rows.length;
-      if (options.dryRun) {
-        offset += rows.length;
-        continue;
-      }
-      const result = await requeueFailed(ledger, queues, rows, (source) => policyFor(source).maxRetryCount, { history: new DeliveryHistory(pool), actor: `${userInfo().username}@${hostname()}` });
-      requeued += result.requeued.length;
-      skipped.push(...result.skipped.map((s) => ({ event_id: s.key.sourceEventId, reason: s.reason })));
-      offset += result.skipped.length;
-    }
-    // A dry run changes nothing, so it is not an action on the pipeline.
-    if (!options.dryRun) {
-      await new AuditLog(pool).record({
-        actor: `${userInfo().username}@${hostname()}`, via: 'cli', action: 'requeue_failed', matched, affected: requeued,
-        detail: { status: options.status, ...(options.source ? { source: options.source } : {}), ...(options.channel ? { channel: options.channel } : {}), ...(options.since ? { since: options.since } : {}), skipped: skipped.length },
-      });
-    }
-    return { matched, requeued, skipped, dry_run: options.dryRun };
+    const result = await runRequeue(
+      { pool, queues, maxRetryFor: (source) => policyFor(source).maxRetryCount },
+      { actor: `${userInfo().username}@${hostname()}`, via: 'cli' },
+      { filter: { sourceName: options.source, channel: options.channel, sinceMs }, detail },
+      { dryRun: options.dryRun, onProgress: (p) => void process.stderr.write(`requeue: ${p.matched} matched, ${p.requeued} requeued, ${p.skipped} skipped\n`) },
+    );
+    return { matched: result.matched, requeued: result.requeued.length, skipped: result.skipped.map((s) => ({ event_id: s.key.sourceEventId, reason: s.reason })), dry_run: options.dryRun };
   });
 }
 
