@@ -13,7 +13,7 @@ import { RejectStore } from '../src/intake/reject-store.ts';
 import { rejectEntries } from '../src/ops/reject-entries.ts';
 import { rejectsApi } from './rejects-api.ts';
 import type { DeliverJobData, DeliverQueues } from '../queues/deliver-queue.ts';
-import { basicAuth } from './auth.ts';
+import { basicAuth, DeviceCookies } from './auth.ts';
 import { ledgerApi } from './ledger-api.ts';
 import { noticesPage } from './notices-page.ts';
 import { errorHandler, loginThrottle, refusePipelineMutations, sameOriginWrites, securityHeaders, withoutThirdPartyAssets } from './security.ts';
@@ -32,7 +32,10 @@ export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Del
   // Behind the documented TLS proxy the client address is the proxy's; per-client throttling then needs trust proxy
   // set by the deployment, so it is left off here (docs/security.md).
   app.use(securityHeaders());
-  if (settings.auth.enabled) app.use(loginThrottle(logger, settings.auth.max_failed_logins), basicAuth(settings.auth.username, settings.auth.password, logger));
+  if (settings.auth.enabled) {
+    const devices = new DeviceCookies(settings.auth.username, settings.auth.password);
+    app.use(loginThrottle(logger, devices, settings.auth.max_failed_logins), basicAuth(settings.auth.username, settings.auth.password, devices, base, logger));
+  }
   app.use(sameOriginWrites(logger));
 
   const serverAdapter = new ExpressAdapter();
@@ -57,7 +60,10 @@ export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Del
       },
     },
   });
-  app.use(`${base}/queues`, refusePipelineMutations(), withoutThirdPartyAssets(), serverAdapter.getRouter());
+  // bull-board's router is an express app of its own, which would announce itself (X-Powered-By) on every answer.
+  const board = serverAdapter.getRouter() as express.Express;
+  board.disable('x-powered-by');
+  app.use(`${base}/queues`, refusePipelineMutations(), withoutThirdPartyAssets(), board);
 
   const policyFor = sourcePolicy(config);
   app.use(`${base}/api/notices`, ledgerApi({

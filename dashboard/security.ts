@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import helmet from 'helmet';
 import { rateLimit } from 'express-rate-limit';
+import type { DeviceCookies } from './auth.ts';
 import type { Logger } from 'pino';
 
 /**
@@ -101,23 +102,25 @@ export function refusePipelineMutations(): RequestHandler {
 }
 
 /**
- * Failed logins are logged and, per client address, limited to `maxFailures` in a window; successful requests do
- * not count. 429 once over, with Retry-After.
+ * Failed logins are logged and, per client address, limited to `maxFailures` in a window (then 429 with
+ * Retry-After); successful requests do not count. A browser with a device cookie (it logged in before) is not
+ * limited by its address, so an attacker guessing from the operators' address (behind a proxy, every operator's)
+ * slows down without locking out the operators who hold the password.
  */
-export function loginThrottle(logger: Logger, maxFailures = 20, windowMs = 15 * 60_000): RequestHandler {
+export function loginThrottle(logger: Logger, devices: DeviceCookies, maxFailures = 20, windowMs = 15 * 60_000): RequestHandler {
   return rateLimit({
     windowMs,
     limit: maxFailures,
     skipSuccessfulRequests: true,
     // A request without credentials is a browser's first try before its prompt, not a guess.
-    skip: (req) => req.get('authorization') === undefined,
+    skip: (req) => req.get('authorization') === undefined || devices.recognises(req),
     // Only refused credentials count: a 404 or a 400 is not a guess at the password.
     requestWasSuccessful: (_req, res) => res.statusCode !== 401,
     standardHeaders: 'draft-7',
     legacyHeaders: false,
     handler: (req, res) => {
       logger.warn({ ip: req.ip, path: req.path }, 'dashboard login throttled: too many failed logins from this address');
-      res.status(429).type('text/plain').send('too many failed logins; try again later');
+      res.status(429).type('text/plain').send('too many failed logins from this address; try again later (a browser that has logged in here before is not limited)');
     },
   });
 }
