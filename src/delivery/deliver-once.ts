@@ -6,6 +6,7 @@ import type { HistoryEntry } from '../ledger/history.ts';
 import type { NoticeMetrics } from '../observability/metrics.ts';
 import type { ChannelOutcome, DeliveryChannel } from '../channels/types.ts';
 import { decideRetry } from './retry-policy.ts';
+import { errorCodeLabel } from '../observability/error-code-label.ts';
 
 /** The ledger writes one delivery needs; every one is conditional on this worker's claim. */
 export interface DeliveryLedger {
@@ -98,7 +99,7 @@ export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey): Promise
     ports.onOutcome?.(result, row);
     const m = ports.metrics;
     if (!m) return;
-    m.deliveries.inc({ source: row.sourceName, channel: key.channel, notice_kind: row.noticeKind, outcome: result, error_code: sent.kind === 'delivered' ? '' : sent.code });
+    m.deliveries.inc({ source: row.sourceName, channel: key.channel, notice_kind: row.noticeKind, outcome: result, error_code: sent.kind === 'delivered' ? '' : errorCodeLabel(sent.code) });
     m.sendLatency.observe({ channel: key.channel, outcome: sent.kind }, sent.latencyMs / 1000);
     if (result === 'delivered' && row.sourceCreatedAtMs) m.endToEndLatency.observe({ source: row.sourceName, channel: key.channel }, Math.max(0, at - row.sourceCreatedAtMs) / 1000);
     if (result === 'retryable') m.retries.inc({ source: row.sourceName, channel: key.channel });

@@ -46,7 +46,7 @@ export interface ReceivedPush {
 }
 
 export interface Faults {
-  /** The next `count` sends (to `to_account` if given) are answered with this ErrorCode. */
+  /** The next `count` sends (to `to_account` if given) are answered with this ErrorCode; `{url}` in `info` is replaced by the request's path and query (a hostile provider echoing the URL). */
   errors?: Array<{ code: number; count: number; to_account?: string; info?: string }>;
   /** The next n requests get HTTP 502. */
   http_errors?: number;
@@ -292,7 +292,7 @@ export class FakeImServer {
     const wholeCall = f.errors.find((e) => e.count > 0 && !e.to_account);
     if (wholeCall) {
       wholeCall.count--;
-      return fail(wholeCall.code, wholeCall.info ?? `injected error ${wholeCall.code}`);
+      return fail(wholeCall.code, echoUrl(wholeCall.info ?? `injected error ${wholeCall.code}`, url));
     }
     if (Math.random() < f.transient_error_rate) return fail(91000, 'internal error, retry (injected)');
     if (f.rate_limit_per_second > 0) {
@@ -307,7 +307,7 @@ export class FakeImServer {
       const perAccount = f.errors.find((e) => e.count > 0 && e.to_account === account);
       if (perAccount) {
         perAccount.count--;
-        errorList.push({ To_Account: account, ErrorCode: perAccount.code, ErrorInfo: perAccount.info ?? `injected error ${perAccount.code}` });
+        errorList.push({ To_Account: account, ErrorCode: perAccount.code, ErrorInfo: echoUrl(perAccount.info ?? `injected error ${perAccount.code}`, url) });
       } else if (f.not_imported.includes(account)) errorList.push({ To_Account: account, ErrorCode: 70107, ErrorInfo: 'account does not exist' });
       else accounts.push(account);
     }
@@ -355,7 +355,7 @@ export class FakeImServer {
 
     const nowMs = this.now();
     const injected = this.takeInjectedError(msg.To_Account);
-    if (injected) return fail(injected.code, injected.info ?? `injected error ${injected.code}`);
+    if (injected) return fail(injected.code, echoUrl(injected.info ?? `injected error ${injected.code}`, url));
     if (Math.random() < this.faults.transient_error_rate) return fail(70500, 'internal server error (injected)');
     if (this.faults.rate_limit_per_second > 0) {
       this.sendTimes = this.sendTimes.filter((t) => t > nowMs - 1000);
@@ -406,4 +406,8 @@ function json(res: http.ServerResponse, status: number, body: unknown): void {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function echoUrl(info: string, url: URL): string {
+  return info.replace('{url}', `${url.pathname}${url.search}`);
 }

@@ -14,7 +14,25 @@ const table = new Map<number, ErrorClass>([
   ...RETRY.map((c) => [c, 'retry'] as const),
 ]);
 
+/** Where a code means something else: on `v4/timpush/batch` 90057 is "DataId longer than 64 bytes", not a limit. */
+const PUSH_OVERRIDES = new Map<number, ErrorClass>([[90057, 'permanent']]);
+
+export type TencentApi = 'im' | 'push';
+
 /** Unknown codes are permanent: retrying an answer we do not understand only burns quota. */
-export function classifyErrorCode(code: number): ErrorClass {
-  return table.get(code) ?? 'permanent';
+export function classifyErrorCode(code: number, api: TencentApi = 'im'): ErrorClass {
+  return (api === 'push' ? PUSH_OVERRIDES.get(code) : undefined) ?? table.get(code) ?? 'permanent';
+}
+
+/** Every code the IM and TIMPush reference pages document (../shared/reference): a bounded set for metric labels. */
+const DOCUMENTED_CODES = new Set([
+  20002, 20003, 20004, 20005, 20006, 20007, 20009, 20012, 60000, 60002, 60003, 60004, 60005, 60006, 60007, 60008, 60009, 60010, 60011,
+  60012, 60014, 60015, 60016, 60017, 60018, 60019, 60020, 60021, 60025, 60026, 60027, 60028, 70001, 70002, 70003, 70009, 70013, 70014,
+  70016, 70020, 70050, 70051, 70107, 70169, 70398, 70399, 70402, 70500, 80001, 80002, 80003, 80004, 80005, 90001, 90002, 90003, 90005,
+  90006, 90007, 90008, 90009, 90010, 90011, 90012, 90018, 90020, 90022, 90024, 90026, 90028, 90029, 90031, 90032, 90033, 90039, 90040,
+  90043, 90044, 90045, 90047, 90048, 90049, 90050, 90051, 90052, 90053, 90055, 90056, 90057, 90992, 90994, 90995, 91000, 93000,
+]);
+
+export function isDocumentedCode(code: number): boolean {
+  return DOCUMENTED_CODES.has(code);
 }

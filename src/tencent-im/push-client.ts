@@ -49,7 +49,7 @@ export class TencentPushClient implements TencentPushSender {
       if (!results.has(account)) continue;
       const code = Number(e.ErrorCode);
       // A per-account answer is about that account: only a code Tencent marks as transient is worth a retry.
-      results.set(account, { kind: classifyErrorCode(code) === 'retry' ? 'retry' : 'permanent', code: String(code), message: String(e.ErrorInfo ?? '').slice(0, 512) });
+      results.set(account, { kind: classifyErrorCode(code, 'push') === 'retry' ? 'retry' : 'permanent', code: String(code), message: this.rest.providerText(e.ErrorInfo ?? '') });
     }
     return { kind: 'accepted', taskId: String(answer.body.TaskId ?? ''), results, latencyMs: answer.latencyMs };
   }

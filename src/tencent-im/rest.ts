@@ -104,8 +104,13 @@ export class TencentRest {
     }
     const errorCode = typeof parsed.ErrorCode === 'number' ? parsed.ErrorCode : -1;
     if (errorCode === 0 && parsed.ActionStatus === 'OK') return { kind: 'ok', body: parsed, latencyMs: latency() };
-    const message = String(parsed.ErrorInfo ?? 'no ErrorInfo').slice(0, 512);
-    return { kind: classifyErrorCode(errorCode), code: String(errorCode), message, latencyMs: latency(), mayHaveArrived: false };
+    const message = this.providerText(parsed.ErrorInfo ?? 'no ErrorInfo');
+    return { kind: classifyErrorCode(errorCode, path.startsWith('v4/timpush/') ? 'push' : 'im'), code: String(errorCode), message, latencyMs: latency(), mayHaveArrived: false };
+  }
+
+  /** Tencent's own words (ErrorInfo), safe to log and store: no UserSig, no key, no control characters. */
+  providerText(raw: unknown): string {
+    return this.userSig.redact(String(raw));
   }
 
   close(): void {
