@@ -5,6 +5,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { NoticeConfig } from '../src/config/schema.ts';
 import { LedgerQueries } from '../src/ledger/queries.ts';
+import { LedgerRepository } from '../src/ledger/repository.ts';
 import { sourcePolicy } from '../src/notices/registry.ts';
 import { CHANNEL_NAMES, channelModule } from '../src/channels/registry.ts';
 import { AuditLog } from '../src/ops/audit-log.ts';
@@ -68,6 +69,7 @@ export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Del
   const policyFor = sourcePolicy(config);
   app.use(`${base}/api/notices`, ledgerApi({
     queries: new LedgerQueries(pool),
+    ledger: new LedgerRepository(pool),
     pool,
     queues,
     readOnly: settings.read_only,

@@ -1,6 +1,7 @@
 import express, { type Request, type Response } from 'express';
 import type { LedgerQueries } from '../src/ledger/queries.ts';
 import type { LedgerKey } from '../src/ledger/types.ts';
+import type { LedgerRepository } from '../src/ledger/repository.ts';
 import { CHANNEL_NAMES } from '../src/channels/registry.ts';
 import { runRequeue } from '../src/ops/requeue-run.ts';
 import type { Pool } from '../src/platform/mysql.ts';
@@ -11,6 +12,7 @@ import type { DeliverQueues } from '../queues/deliver-queue.ts';
 
 export interface LedgerApiDeps {
   queries: LedgerQueries;
+  ledger: LedgerRepository;
   pool: Pool;
   queues: DeliverQueues;
   readOnly: boolean;
@@ -31,6 +33,15 @@ export function ledgerApi(deps: LedgerApiDeps): express.Router {
     if (!eventId && !userId) return void res.status(400).json({ error: 'give event_id or user_id' });
     const rows = eventId ? await deps.queries.byEventId(eventId) : await deps.queries.byUserId(userId);
     res.json({ rows: await withTimelines(deps.history, rows) });
+  });
+
+  // One event's payload, asked for explicitly (the "payload" button of a search result); lists never carry it.
+  router.get('/payload', async (req: Request, res: Response) => {
+    const [key] = parseKeys([req.query]) ?? [];
+    if (!key) return void res.status(400).json({ error: 'give source_name, app_code, source_event_id and channel' });
+    const row = await deps.ledger.get(key);
+    if (!row) return void res.status(404).json({ error: 'no such ledger row' });
+    res.json({ source_event_id: row.sourceEventId, channel: row.channel, payload: row.payload });
   });
 
   router.get('/summary', async (_req: Request, res: Response) => {

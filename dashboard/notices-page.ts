@@ -74,7 +74,13 @@ $('search').addEventListener('submit', async (e) => {
       li.textContent = when(step.at_ms) + '  ' + step.event + (step.actor ? ' by ' + step.actor : '') + (step.error_code ? '  ' + step.error_code : '') + (step.error ? ': ' + step.error : '') + (step.latency_ms != null ? '  (' + step.latency_ms + ' ms)' : '');
       list.append(li);
     }
-    cell.append(list); story.append(cell); table.append(story);
+    const show = document.createElement('button'); show.type = 'button'; show.textContent = 'show payload'; show.className = 'show-payload';
+    const shown = document.createElement('pre'); shown.className = 'payload';
+    show.addEventListener('click', async () => {
+      const q = new URLSearchParams({ source_name: row.source_name, app_code: row.app_code, source_event_id: row.source_event_id, channel: row.channel });
+      try { shown.textContent = (await api('/payload?' + q)).payload ?? '(no payload)'; } catch (err) { shown.textContent = 'could not load: ' + err.message; }
+    });
+    cell.append(list, show, shown); story.append(cell); table.append(story);
     for (const [k, v] of Object.entries(row)) {
       if (k === 'timeline') continue; const tr = document.createElement('tr'); tr.append(td(k), (() => { const c = document.createElement('td'); const p = document.createElement('pre'); p.textContent = k.endsWith('_ms') && v ? v + '  (' + when(v) + ')' : (v == null ? '' : String(v)); c.append(p); return c; })()); table.append(tr); }
     const sep = document.createElement('tr'); sep.append(td('')); table.append(sep);

@@ -58,6 +58,15 @@ describe('dashboard', () => {
     const failed = await (await fetch(`${base}/api/notices/failed?page=1&page_size=10`, { headers: auth() })).json();
     expect(failed.total).toBe(1);
     expect(failed.rows[0].last_error).toContain('not imported');
+    // Lists and searches never carry what the user was told; one event's payload comes only when asked for.
+    for (const answer of [byEvent, byUser, failed]) {
+      expect(JSON.stringify(answer)).not.toContain('available_after');
+      expect(answer.rows[0].payload_bytes).toBeGreaterThan(50);
+    }
+    const one = failed.rows[0];
+    const payload = await (await fetch(`${base}/api/notices/payload?${new URLSearchParams({ source_name: one.source_name, app_code: one.app_code, source_event_id: one.source_event_id, channel: one.channel })}`, { headers: auth() })).json();
+    expect(JSON.parse(payload.payload)).toMatchObject({ available_after: expect.any(Number) });
+    expect((await fetch(`${base}/api/notices/payload?source_name=x`, { headers: auth() })).status).toBe(400);
 
     // A form post (not JSON) is refused: the CSRF guard.
     const form = await fetch(`${base}/api/notices/requeue`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/x-www-form-urlencoded' }, body: 'keys=x' });

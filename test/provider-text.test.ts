@@ -53,7 +53,7 @@ describe('provider text and codes', () => {
     const failedJson = await (await fetch(`${base}/failed?page_size=200`, { headers })).text();
     expect(failedJson).toContain('invalid request, received /v4/openim/sendmsg?sdkappid=');
     expect(failedJson).toContain('usersig=[redacted]');
-    const byEvent = await (await fetch(`${base}?event_id=${encodeURIComponent(balanceChanged(1).event_id)}`, { headers })).text();
+    const byEvent = await (await fetch(`${base}?event_id=${encodeURIComponent(balanceChanged(1).event_id!)}`, { headers })).text();
     await Promise.all([stopGracefully(all), dashboard.stop()]);
 
     const [rows] = await env.notice.query<any[]>("SELECT CONCAT_WS(' ', last_error_code, last_error) AS t FROM notice_delivery_events UNION ALL SELECT CONCAT_WS(' ', error_code, error_message) FROM notice_delivery_history");

@@ -1,7 +1,10 @@
 import { formatKey, type LedgerRow } from './types.ts';
 import type { DeliveryHistory } from './history.ts';
 
-/** What operators see of a ledger row (snake_case, like the table). */
+/**
+ * What operators see of a ledger row in lists and searches (snake_case, like the table): never the payload, which
+ * holds what the user was told; only its size. The payload is shown on request for one event (payloadOf).
+ */
 export function presentRow(row: LedgerRow) {
   return {
     source_name: row.sourceName, app_code: row.appCode, source_event_id: row.sourceEventId, channel: row.channel,
@@ -10,7 +13,7 @@ export function presentRow(row: LedgerRow) {
     next_retry_at_ms: row.nextRetryAtMs, last_error_code: row.lastErrorCode, last_error: row.lastError, im_msg_key: row.imMsgKey,
     source_row_id: row.sourceRowId, source_created_at_ms: row.sourceCreatedAtMs, created_at_ms: row.createdAtMs,
     updated_at_ms: row.updatedAtMs, delivered_at_ms: row.deliveredAtMs, supersede_version: row.supersedeVersion,
-    superseded_by: row.supersededBy, payload: row.payload,
+    superseded_by: row.supersededBy, payload_bytes: row.payload === null ? null : Buffer.byteLength(row.payload),
   };
 }
 

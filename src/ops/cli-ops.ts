@@ -38,7 +38,8 @@ export async function inspectEvent(config: NoticeConfig, eventId: string): Promi
     const timelines = await withTimelines(new DeliveryHistory(pool), rows);
     return Promise.all(rows.map(async (row, i) => {
       const job = await queues.getJob(row);
-      return { ...timelines[i]!, job: job ? { id: job.id, state: await job.getState(), attempts_made: job.attemptsMade, failed_reason: job.failedReason || null } : null };
+      // One event asked for by id: the payload is shown here, never in lists.
+      return { ...timelines[i]!, payload: row.payload, job: job ? { id: job.id, state: await job.getState(), attempts_made: job.attemptsMade, failed_reason: job.failedReason || null } : null };
     }));
   });
 }
