@@ -56,6 +56,6 @@ export function rejectsApi(deps: RejectsApiDeps): express.Router {
 function present(r: RejectSummary) {
   return {
     id: r.id, source_name: r.sourceName, message_id: r.messageId, topic: r.topic, tag: r.tag, keys: r.keys,
-    delivery_attempt: r.deliveryAttempt, reason: r.reason, created_at_ms: r.createdAtMs, body_bytes: r.bodyBytes,
+    delivery_attempt: r.deliveryAttempt, reason: r.reason, created_at_ms: r.createdAtMs, body_bytes: r.bodyBytes, kept_bytes: r.keptBytes, body_sha256: r.bodySha256,
   };
 }

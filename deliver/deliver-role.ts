@@ -12,6 +12,7 @@ import { createDeliverProcessor, ledgerBackoff } from './processor.ts';
 import type { NoticeMetrics } from '../src/observability/metrics.ts';
 import { Reconciler } from './reconciler.ts';
 import { BatchedLedger } from '../src/ledger/batched-ledger.ts';
+import { RejectStore } from '../src/intake/reject-store.ts';
 import { DeliveryHistory } from '../src/ledger/history.ts';
 import { channelModule, type ChannelModule } from '../src/channels/registry.ts';
 import { routedChannels } from '../src/channels/routing.ts';
@@ -114,7 +115,7 @@ export class DeliverRole implements Role {
     for (const channel of this.channels) this.scheduleMaintenance(channel);
     this.reconciler = new Reconciler({
       ledger, queues: this.queues, redis: this.producerRedis, config: this.config, owner: this.workerId,
-      maxRetryFor: (source) => policyFor(source).maxRetryCount, history: new DeliveryHistory(this.pool), maxQueuedJobs: maxQueuedJobs(this.config), logger: this.logger, metrics: this.metrics,
+      maxRetryFor: (source) => policyFor(source).maxRetryCount, history: new DeliveryHistory(this.pool), rejects: new RejectStore(this.pool), maxQueuedJobs: maxQueuedJobs(this.config), logger: this.logger, metrics: this.metrics,
     });
     this.reconciler.start();
   }

@@ -5,6 +5,7 @@ import type { LedgerRepository } from '../src/ledger/repository.ts';
 import type { NoticeConfig } from '../src/config/schema.ts';
 import type { NoticeMetrics } from '../src/observability/metrics.ts';
 import { describeError } from '../src/platform/errors.ts';
+import type { RejectStore } from '../src/intake/reject-store.ts';
 import type { DeliveryHistory } from '../src/ledger/history.ts';
 import { deliverJobId, enqueueDeliveries, type DeliverJobData, type DeliverQueues } from '../queues/deliver-queue.ts';
 import { clearForReadd, inspectJobs, notLive, type JobPresence } from '../queues/job-repair.ts';
@@ -46,6 +47,7 @@ export class Reconciler {
       owner: string;
       maxRetryFor: (source: string) => number;
       history?: Pick<DeliveryHistory, 'purge'>;
+      rejects?: Pick<RejectStore, 'purge'>;
       /** Stop paging once the deliver queue holds this many waiting jobs (ingest's max_queued_jobs); none if absent. */
       maxQueuedJobs?: number;
       logger: Logger;
@@ -121,6 +123,13 @@ export class Reconciler {
     }
     // The delivery history goes with the delivered rows' retention (a failed row keeps its last error on the row).
     if (retention.delivered > 0) await this.deps.history?.purge(nowMs - retention.delivered, retention.purge_batch_size);
+    if (retention.rejected > 0) {
+      const purged = (await this.deps.rejects?.purge(nowMs - retention.rejected, retention.purge_batch_size)) ?? 0;
+      if (purged > 0) {
+        pass.purged += purged;
+        metrics?.ledgerPurged.inc({ status: 'rejected_mq_message' }, purged);
+      }
+    }
     return pass;
   }
 

@@ -114,7 +114,10 @@ export const noticeRejectedMessages = mysqlTable(
     tag: varchar('tag', { length: 255 }),
     messageKeys: varchar('message_keys', { length: 512 }),
     deliveryAttempt: int('delivery_attempt').notNull(),
+    /** At most the first 64 KiB; a longer body can never be parsed (nor requeued), so only its length and hash are kept beside. */
     rawBody: mediumblob('raw_body'),
+    bodyBytes: int('body_bytes').notNull().default(0),
+    bodySha256: binary('body_sha256', { length: 32 }),
     reason: varchar('reason', { length: 1024 }).notNull(),
     createdAtMs: bigint('created_at_ms', { mode: 'number' }).notNull(),
   },

@@ -94,4 +94,35 @@ describe('rejected MQ messages', () => {
     expect(await badId.exited).toBe(2);
     expect(badId.output()).toContain('a rejected message id is a positive integer, got "abc"');
   });
+
+  it('keep at most 64 KiB of a body (with its length and SHA-256), are purged by retention.rejected, and a reason search is bounded', async () => {
+    const { createHash } = await import('node:crypto');
+    const { REASON_SEARCH_WINDOW } = await import('../src/intake/reject-store.ts');
+    env = await createTestEnv({ wallet_notice_worker: { enabled: false }, retention: { rejected: '1h' }, reconciler: { interval: '100ms' } });
+    const store = new RejectStore(env.notice);
+    const base = { sourceName: 'room_outbox', topic: 'hyapp_room_outbox', tag: 'RoomUserKicked', deliveryAttempt: 1, keys: [] };
+    const huge = Buffer.alloc(4 * 1024 * 1024, 'x');
+    await store.record({ ...base, messageId: 'M-HUGE', rawBody: huge, reason: 'body is 4194304 bytes; more than 65536 can never fit one IM message' }, Date.now());
+    const [[row]] = await env.notice.query<any[]>("SELECT id, LENGTH(raw_body) AS kept, body_bytes, HEX(body_sha256) AS sha FROM notice_rejected_messages WHERE message_id = 'M-HUGE'");
+    expect([Number(row.kept), Number(row.body_bytes), String(row.sha).toLowerCase()]).toEqual([65_536, huge.length, createHash('sha256').update(huge).digest('hex')]);
+    const { requeueRejected } = await import('../src/ops/reject-requeue.ts');
+    const again = await requeueRejected({ rejects: store, entryFor: () => ({ parse: () => { throw new Error('must not parse a kept prefix'); }, recorder: null as never }) }, [Number(row.id)]);
+    expect(again.stillRejected[0]!.reason).toMatch(/only the first 65536 of its 4194304 bytes were kept/);
+
+    // A search by reason looks through the newest REASON_SEARCH_WINDOW messages: an older match is not scanned for.
+    await store.record({ ...base, messageId: 'M-OLD-NEEDLE', rawBody: Buffer.from('x'), reason: 'needle in the past' }, Date.now() - 30 * 60_000);
+    const values = Array.from({ length: REASON_SEARCH_WINDOW }, (_, i) => ['room_outbox', `M-${i}`, 'hyapp_room_outbox', 1, 'hay', Date.now() - 20 * 60_000 + i]);
+    await env.notice.query('INSERT INTO notice_rejected_messages (source_name, message_id, topic, delivery_attempt, reason, created_at_ms) VALUES ?', [values]);
+    expect((await store.list({ reason: 'needle', limit: 10, offset: 0 })).total).toBe(0);
+    expect((await store.list({ reason: 'needle', sinceMs: Date.now() - 40 * 60_000, limit: 10, offset: 0 })).total).toBe(0);
+    // The newest window holds M-HUGE and all but the oldest of the hay.
+    expect((await store.list({ reason: 'hay', limit: 10, offset: 0 })).total).toBe(REASON_SEARCH_WINDOW - 1);
+
+    // Older than retention.rejected: gone once deliver's upkeep runs.
+    await store.record({ ...base, messageId: 'M-ANCIENT', rawBody: Buffer.from('x'), reason: 'old' }, Date.now() - 2 * 3600_000);
+    proc = await startPipeline(env.config, ['deliver']);
+    const left = async () => Number((await env!.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_rejected_messages WHERE message_id = 'M-ANCIENT'"))[0][0].n);
+    await waitFor(left, (n) => n === 0, 15_000, 'the old reject purged');
+    expect(Number((await env.notice.query<any[]>('SELECT COUNT(*) AS n FROM notice_rejected_messages'))[0][0].n)).toBe(REASON_SEARCH_WINDOW + 2);
+  });
 });

@@ -296,9 +296,11 @@ export const configSchema = z.strictObject({
     .strictObject({
       delivered: durationMs.default(30 * 24 * 3600 * 1000),
       failed: durationMs.default(0),
+      /** MQ messages rejected without a ledger row (notice_rejected_messages), by receive time; 0 keeps them. */
+      rejected: durationMs.default(30 * 24 * 3600 * 1000),
       purge_batch_size: z.number().int().min(1).max(100_000).default(1000),
     })
-    .default(() => ({ delivered: 30 * 24 * 3600 * 1000, failed: 0, purge_batch_size: 1000 })),
+    .default(() => ({ delivered: 30 * 24 * 3600 * 1000, failed: 0, rejected: 30 * 24 * 3600 * 1000, purge_batch_size: 1000 })),
   dashboard: dashboard.default(() => dashboard.parse({})),
   health: z
     // An orchestrator probes from outside the process's host: all interfaces by default; the answers hold no secrets.

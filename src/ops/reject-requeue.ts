@@ -34,6 +34,10 @@ export async function requeueRejected(deps: RejectRequeueDeps, ids: readonly num
       result.stillRejected.push({ id, reason: `no MQ module reads source ${message.sourceName} any more` });
       continue;
     }
+    if (message.keptBytes < message.bodyBytes) {
+      result.stillRejected.push({ id, reason: `only the first ${message.keptBytes} of its ${message.bodyBytes} bytes were kept (a body that long can never be parsed); it cannot be requeued` });
+      continue;
+    }
     const parsed = entry.parse(message.rawBody, now());
     if (parsed.kind === 'poison') {
       await deps.rejects.updateReason(id, parsed.reason);
