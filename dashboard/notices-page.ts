@@ -42,7 +42,9 @@ export function noticesPage(options: { apiPath: string; rejectsPath: string; que
 const CONFIG = ${config};
 let page = 1, pageSize = 50, total = 0, current = [];
 const $ = (id) => document.getElementById(id);
-const td = (text, cls) => { const c = document.createElement('td'); c.textContent = text == null ? '' : String(text); if (cls) c.className = cls; return c; };
+// Controls and bidi overrides are shown as [U+XXXX], never obeyed: an event id with U+202E must not reverse a row.
+const visible = (text) => String(text).replace(/[\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f\\u061c\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2069\\ufeff]/g, (c) => '[U+' + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0') + ']');
+const td = (text, cls) => { const c = document.createElement('td'); c.textContent = text == null ? '' : visible(text); if (cls) c.className = cls; return c; };
 const when = (ms) => ms ? new Date(ms).toISOString().replace('T', ' ').slice(0, 19) : '';
 async function api(path, init) { const r = await fetch(CONFIG.api + path, init); if (!r.ok) throw new Error(r.status + ' ' + (await r.text())); return r.json(); }
 async function loadFailed() {
@@ -71,7 +73,7 @@ $('search').addEventListener('submit', async (e) => {
     const list = document.createElement('ol'); list.className = 'timeline'; list.setAttribute('aria-label', 'timeline of ' + row.source_event_id + ' over ' + row.channel);
     for (const step of row.timeline || []) {
       const li = document.createElement('li');
-      li.textContent = when(step.at_ms) + '  ' + step.event + (step.actor ? ' by ' + step.actor : '') + (step.error_code ? '  ' + step.error_code : '') + (step.error ? ': ' + step.error : '') + (step.latency_ms != null ? '  (' + step.latency_ms + ' ms)' : '');
+      li.textContent = visible(when(step.at_ms) + '  ' + step.event + (step.actor ? ' by ' + step.actor : '') + (step.error_code ? '  ' + step.error_code : '') + (step.error ? ': ' + step.error : '') + (step.latency_ms != null ? '  (' + step.latency_ms + ' ms)' : ''));
       list.append(li);
     }
     const show = document.createElement('button'); show.type = 'button'; show.textContent = 'show payload'; show.className = 'show-payload';
@@ -82,7 +84,7 @@ $('search').addEventListener('submit', async (e) => {
     });
     cell.append(list, show, shown); story.append(cell); table.append(story);
     for (const [k, v] of Object.entries(row)) {
-      if (k === 'timeline') continue; const tr = document.createElement('tr'); tr.append(td(k), (() => { const c = document.createElement('td'); const p = document.createElement('pre'); p.textContent = k.endsWith('_ms') && v ? v + '  (' + when(v) + ')' : (v == null ? '' : String(v)); c.append(p); return c; })()); table.append(tr); }
+      if (k === 'timeline') continue; const tr = document.createElement('tr'); tr.append(td(k), (() => { const c = document.createElement('td'); const p = document.createElement('pre'); p.textContent = k.endsWith('_ms') && v ? v + '  (' + when(v) + ')' : (v == null ? '' : visible(v)); c.append(p); return c; })()); table.append(tr); }
     const sep = document.createElement('tr'); sep.append(td('')); table.append(sep);
   }
   out.append(table);
@@ -93,7 +95,7 @@ $('requeue').addEventListener('click', async () => {
   try {
     const result = await api('/requeue', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ keys }) });
     loadAudit().catch(() => undefined);
-    $('status').textContent = 'requeued ' + result.requeued.length + (result.skipped.length ? ', skipped ' + result.skipped.map((s) => s.source_event_id + ': ' + s.reason).join('; ') : '');
+    $('status').textContent = visible('requeued ' + result.requeued.length + (result.skipped.length ? ', skipped ' + result.skipped.map((s) => s.source_event_id + ': ' + s.reason).join('; ') : ''));
   } catch (err) { $('status').textContent = 'requeue failed: ' + err.message; }
   await loadFailed();
 });

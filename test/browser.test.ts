@@ -82,9 +82,17 @@ describe('dashboard in a real browser', () => {
     expect(steps.map((s) => s.split('  ')[1]?.split(' ')[0])).toEqual(['recorded', 'failed', 'requeued', 'delivered']);
     expect(steps[1]).toMatch(/failed by \S+  90012: To_Account does not exist/);
     expect(steps[2]).toMatch(/requeued by ops$/);
+    // The payload is not in the answer until asked for, one event at a time.
+    await timeline.locator('xpath=..').getByRole('button', { name: 'show payload' }).click();
+    await page.locator('pre.payload').filter({ hasText: '"available_after"' }).first().waitFor({ timeout: 10_000 });
     await page.screenshot({ path: join(SCREENSHOT_DIR, 'notices-history.png'), fullPage: true });
     // The requeue is in the operator actions, under the basic-auth user.
     await expect(page.locator('#audit tbody tr').first().textContent()).resolves.toMatch(/opsdashboardrequeue_failed11/);
+    // An id carrying a right-to-left override is shown with the override named, not obeyed.
+    const { AuditLog } = await import('../src/ops/audit-log.ts');
+    await new AuditLog(env.notice).record({ actor: 'ops', via: 'cli', action: 'requeue_failed', matched: 1, affected: 0, detail: { event_ids: ['evil\u202Etxt.exe'] } });
+    await page.reload();
+    await expect(page.locator('#audit tbody tr').first().textContent()).resolves.toContain('evil[U+202E]txt.exe');
     expect(await glance.locator('.tile').filter({ hasText: 'failed (1h)' }).count()).toBe(0);
     await page.screenshot({ path: join(SCREENSHOT_DIR, 'notices-after-requeue.png') });
     expect((await ledgerStatusCounts(env.notice)).delivered).toBe(3);

@@ -46,6 +46,12 @@ const tencentIm = z.strictObject({
   secret_key: z.string().default(''),
   admin_identifier: z.string().min(1).default('administrator'),
   request_timeout: durationMs.default(3000),
+  /**
+   * A kept-alive connection idle this long is closed by us, before a proxy or NAT on the way drops it silently: a
+   * request written into a dropped connection is reset unanswered and, for a push, could not be told from one that
+   * arrived. Keep it below every idle timeout between here and Tencent.
+   */
+  idle_socket_timeout: durationMs.default(4000),
   rate_limit_per_second: z.number().int().min(0).default(200),
   /** Lifetime of the cached admin UserSig; it is re-minted well before it runs out. */
   usersig_ttl: durationMs.default(24 * 3600 * 1000),

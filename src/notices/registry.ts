@@ -23,9 +23,9 @@ export interface OutboxNoticeModule {
 
 export function outboxNoticeModules(config: NoticeConfig): OutboxNoticeModule[] {
   return [
-    { source: walletOutboxSource(config.wallet_database), worker: config.wallet_notice_worker, workerKey: 'wallet_notice_worker', noticeKinds: [WALLET_NOTICE, VIP_NOTICE] },
-    { source: roomOutboxSource(config.room_database), worker: config.room_notice_worker, workerKey: 'room_notice_worker', noticeKinds: [ROOM_NOTICE] },
-    { source: activityOutboxSource(config.activity_database), worker: config.activity_notice_worker, workerKey: 'activity_notice_worker', noticeKinds: [ACTIVITY_NOTICE] },
+    { source: walletOutboxSource(config.wallet_database, config.offline_push.language_field), worker: config.wallet_notice_worker, workerKey: 'wallet_notice_worker', noticeKinds: [WALLET_NOTICE, VIP_NOTICE] },
+    { source: roomOutboxSource(config.room_database, config.offline_push.language_field), worker: config.room_notice_worker, workerKey: 'room_notice_worker', noticeKinds: [ROOM_NOTICE] },
+    { source: activityOutboxSource(config.activity_database, config.offline_push.language_field), worker: config.activity_notice_worker, workerKey: 'activity_notice_worker', noticeKinds: [ACTIVITY_NOTICE] },
   ];
 }
 
@@ -55,7 +55,7 @@ export interface MqNoticeModule {
 
 export function mqNoticeModules(config: NoticeConfig): MqNoticeModule[] {
   return [
-    { sourceName: ROOM_SOURCE_NAME, subscription: config.rocketmq.room_outbox, configKey: 'rocketmq.room_outbox', parse: parseRoomMqMessage, maxRetryCount: config.room_notice_worker.max_retry_count },
+    { sourceName: ROOM_SOURCE_NAME, subscription: config.rocketmq.room_outbox, configKey: 'rocketmq.room_outbox', parse: (body, recordedAtMs) => parseRoomMqMessage(body, recordedAtMs, config.offline_push.language_field), maxRetryCount: config.room_notice_worker.max_retry_count },
   ];
 }
 

@@ -22,6 +22,7 @@ export interface TencentImClientOptions {
   requestTimeoutMs: number;
   msgLifeTimeMs: number;
   maxSockets: number;
+  idleSocketTimeoutMs?: number;
 }
 
 /** `v4/openim/sendmsg`: one C2C message. A resend after an unclear answer is safe: Tencent's 120 s filter drops it. */

@@ -1,4 +1,5 @@
 import type { OfflinePushConfig } from '../config/schema.ts';
+import { withoutControlChars } from '../platform/text.ts';
 
 /** Tencent's `OfflinePushInfo` as notice-service sends it (on sendmsg and on timpush/batch). */
 export interface OfflinePushInfo {
@@ -19,17 +20,19 @@ const MAX_BODY_CHARS = 400;
 function renderTemplate(template: string, payload: Record<string, unknown>): string {
   const params = (payload.params && typeof payload.params === 'object' ? payload.params : {}) as Record<string, unknown>;
   return template.replace(/\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g, (_, field: string) => {
-    const value = payload[field] ?? params[field];
+    // Own keys only: `{{constructor}}` must not reach Object.prototype.
+    const value = Object.hasOwn(payload, field) ? payload[field] : Object.hasOwn(params, field) ? params[field] : undefined;
     return value === undefined || value === null || typeof value === 'object' ? '' : String(value);
   });
 }
 
 /** The template for an event: its event type's, else its notice kind's; in the user's language, else the default. */
 export function templateFor(config: OfflinePushConfig, eventType: string, noticeKind: string, payload: Record<string, unknown>): { title: string; body: string } | null {
-  const byLanguage = config.templates[eventType] ?? config.templates[noticeKind];
+  // Own keys only: a payload language of "constructor" (or an event type "toString") is just not found.
+  const own = <T>(record: Record<string, T>, key: unknown): T | undefined => (typeof key === 'string' && Object.hasOwn(record, key) ? record[key] : undefined);
+  const byLanguage = own(config.templates, eventType) ?? own(config.templates, noticeKind);
   if (!byLanguage) return null;
-  const wanted = payload[config.language_field];
-  return (typeof wanted === 'string' ? byLanguage[wanted] : undefined) ?? byLanguage[config.default_language] ?? Object.values(byLanguage)[0] ?? null;
+  return own(byLanguage, payload[config.language_field]) ?? own(byLanguage, config.default_language) ?? Object.values(byLanguage)[0] ?? null;
 }
 
 /**
@@ -67,8 +70,9 @@ export function renderOfflinePush(config: OfflinePushConfig, row: { eventType: s
   }
   const template = templateFor(config, row.eventType, row.noticeKind, payload);
   if (!template) return { push: false, reason: `no offline_push.templates entry for ${row.eventType} or ${row.noticeKind}` };
-  const title = clip(renderTemplate(template.title, payload), MAX_TITLE_CHARS);
-  const body = clip(renderTemplate(template.body, payload), MAX_BODY_CHARS);
+  // Payload text reaches a lock screen: no control characters or bidi overrides (U+202E reverses what follows).
+  const title = clip(withoutControlChars(renderTemplate(template.title, payload)), MAX_TITLE_CHARS);
+  const body = clip(withoutControlChars(renderTemplate(template.body, payload)), MAX_BODY_CHARS);
   // Ext tells the app what to open; the event id is per user, so it stays out to keep identical pushes identical.
   const ext = JSON.stringify({ kind: row.noticeKind, event_type: row.eventType });
   return { push: true, info: { PushFlag: 0, Title: title, Desc: body, Ext: ext, ...vendorFields(config) } };

@@ -12,6 +12,8 @@ export interface TencentRestOptions {
   adminIdentifier: string;
   requestTimeoutMs: number;
   maxSockets: number;
+  /** Free (kept-alive) sockets idle this long are closed (tencent_im.idle_socket_timeout). */
+  idleSocketTimeoutMs?: number;
 }
 
 /** A Tencent answer with ErrorCode 0 and ActionStatus OK: the parsed body. */
@@ -44,9 +46,12 @@ export class TencentRest {
     private readonly userSig: UserSigCache,
     private readonly logger?: Logger,
   ) {
+    // The agent's timeout closes only free sockets (Node's Agent destroys a timed-out socket only from its free
+    // list); a request in flight is bounded by requestTimeoutMs instead.
+    const idle = options.idleSocketTimeoutMs ?? 4000;
     this.agents = {
-      http: new http.Agent({ keepAlive: true, maxSockets: options.maxSockets }),
-      https: new https.Agent({ keepAlive: true, maxSockets: options.maxSockets }),
+      http: new http.Agent({ keepAlive: true, maxSockets: options.maxSockets, timeout: idle }),
+      https: new https.Agent({ keepAlive: true, maxSockets: options.maxSockets, timeout: idle }),
     };
     this.http = got.extend({
       prefixUrl: options.baseUrl.replace(/\/+$/, ''),

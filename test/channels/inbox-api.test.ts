@@ -95,5 +95,6 @@ describe('notice.inbox.v1.InboxService over a real gRPC client', () => {
     expect(await fails('ListNotifications', {})).toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: expect.stringMatching(/app_code/) });
     expect(await fails('MarkNotificationsRead', { caller: bob, ids: Array.from({ length: 101 }, (_, i) => String(i + 1)) })).toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: expect.stringMatching(/at most 100/) });
     expect(await fails('DeleteNotifications', { caller: bob, ids: ['999999999'] })).toMatchObject({ code: grpc.status.NOT_FOUND });
+    expect(await fails('MarkAllNotificationsRead', { caller: bob, up_to_id: 'abc' })).toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: 'up_to_id must be a decimal item id (or empty for all), got "abc"' });
   });
 });

@@ -145,6 +145,28 @@ describe('the tencent_push channel against fake-im', () => {
     expect(env.fakeIm.delivered().map((m) => m.offlinePush)).toEqual(Array(5).fill({ PushFlag: 1 }));
   });
 
+  it('a connection a proxy dropped while idle is never reused: the next push is sent, not left unconfirmed', async () => {
+    const { TcpProxy } = await import('../helpers/tcp-proxy.ts');
+    // A proxy that forgets connections idle for 800 ms and resets the next bytes sent on one (never forwarded).
+    env = await createTestEnv({ tencent_push: { enabled: true, request_timeout: '300ms', batch_linger: '0ms' } });
+    const fake = new URL(env.fakeImUrl);
+    const proxy = new TcpProxy(fake.hostname, Number(fake.port), 800);
+    await proxy.start();
+    const module = CHANNEL_MODULES.find((m) => m.name === 'tencent_push')!;
+    const viaProxy = { ...env.config, tencent_im: { ...env.config.tencent_im, base_url: `http://127.0.0.1:${proxy.port}`, idle_socket_timeout: 300 } };
+    channel = await module.create({ config: viaProxy, pool: env.notice, redis: env.redis, newerVersion: async () => null, logger: pino({ level: 'silent' }) });
+    try {
+      expect((await send(channel, row())).kind).toBe('delivered');
+      await new Promise((r) => setTimeout(r, 1200));
+      // idle_socket_timeout (300 ms) closed our side first, so a new connection carries it.
+      expect((await send(channel, row())).kind).toBe('delivered');
+      expect(proxy.droppedIdle).toBe(0);
+      expect(env.fakeIm.pushes()).toHaveLength(2);
+    } finally {
+      await proxy.down();
+    }
+  });
+
   it('operators see an event per channel, list failed pushes by channel and requeue only the push', async () => {
     const auth = { authorization: `Basic ${Buffer.from('ops:push-ops-password').toString('base64')}` };
     env = await createTestEnv({

@@ -9,7 +9,11 @@ export class TcpProxy {
   private readonly sockets = new Set<net.Socket>();
   port = 0;
 
-  constructor(private readonly targetHost: string, private readonly targetPort: number) {}
+  /** `dropIdleAfterMs`: like a proxy or NAT that forgets idle connections, reset one whose next bytes come later. */
+  constructor(private readonly targetHost: string, private readonly targetPort: number, private readonly dropIdleAfterMs = 0) {}
+
+  /** Connections reset unforwarded because they had been idle too long. */
+  droppedIdle = 0;
 
   async start(port = this.port): Promise<number> {
     const server = net.createServer((client) => {
@@ -19,7 +23,23 @@ export class TcpProxy {
         s.on('close', () => this.sockets.delete(s));
         s.on('error', () => s.destroy());
       }
-      client.pipe(upstream).pipe(client);
+      if (this.dropIdleAfterMs > 0) {
+        let lastActivity = Date.now();
+        upstream.on('data', () => (lastActivity = Date.now()));
+        client.on('data', (chunk: Buffer) => {
+          if (Date.now() - lastActivity > this.dropIdleAfterMs) {
+            this.droppedIdle++;
+            upstream.destroy();
+            client.resetAndDestroy();
+            return;
+          }
+          lastActivity = Date.now();
+          upstream.write(chunk);
+        });
+        upstream.pipe(client);
+      } else {
+        client.pipe(upstream).pipe(client);
+      }
       client.on('close', () => upstream.destroy());
       upstream.on('close', () => client.destroy());
     });

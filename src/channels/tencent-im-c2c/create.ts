@@ -14,7 +14,7 @@ export function createTencentImC2C(ctx: ChannelContext): DeliveryChannel {
   const { config, logger, metrics } = ctx;
   const im = config.tencent_im;
   const client = new TencentImClient(
-    { baseUrl: im.base_url, sdkAppId: im.sdk_app_id, adminIdentifier: im.admin_identifier, requestTimeoutMs: im.request_timeout, msgLifeTimeMs: im.msg_lifetime, maxSockets: config.deliver.concurrency },
+    { baseUrl: im.base_url, sdkAppId: im.sdk_app_id, adminIdentifier: im.admin_identifier, requestTimeoutMs: im.request_timeout, idleSocketTimeoutMs: im.idle_socket_timeout, msgLifeTimeMs: im.msg_lifetime, maxSockets: config.deliver.concurrency },
     new UserSigCache(im.sdk_app_id, im.secret_key, im.admin_identifier, im.usersig_ttl),
     logger,
   );

@@ -13,7 +13,7 @@ export function createTencentPush(ctx: ChannelContext): DeliveryChannel {
   const im = config.tencent_im;
   const push = config.tencent_push;
   const client = new TencentPushClient(
-    { baseUrl: im.base_url, sdkAppId: im.sdk_app_id, adminIdentifier: im.admin_identifier, requestTimeoutMs: push.request_timeout, maxSockets: 16 },
+    { baseUrl: im.base_url, sdkAppId: im.sdk_app_id, adminIdentifier: im.admin_identifier, requestTimeoutMs: push.request_timeout, idleSocketTimeoutMs: im.idle_socket_timeout, maxSockets: 16 },
     new UserSigCache(im.sdk_app_id, im.secret_key, im.admin_identifier, im.usersig_ttl),
     logger,
   );

@@ -22,7 +22,7 @@ export const ACTIVITY_EVENT_TYPES = Object.keys(SCHEMAS) as ActivityEventType[];
  * payload for `user_id`. Unknown event types are skipped and counted; a row that does not fit its type fails with
  * the reason, like wallet's.
  */
-export function mapActivityOutboxRow(row: OutboxRow, recordedAtMs: number): MappedEvent {
+export function mapActivityOutboxRow(row: OutboxRow, recordedAtMs: number, languageField = 'language'): MappedEvent {
   const eventType = typeof row.event_type === 'string' ? row.event_type : '';
   if (!(eventType in SCHEMAS)) return { kind: 'skip', eventType };
   const userId = typeof row.user_id === 'string' ? row.user_id.trim() : '';
@@ -48,5 +48,5 @@ export function mapActivityOutboxRow(row: OutboxRow, recordedAtMs: number): Mapp
     ...fields,
     created_at_ms: recordedAtMs, source_created_at_ms: sourceCreatedAtMs,
   };
-  return toNotice(payload, { eventType, userId, noticeKind: ACTIVITY_NOTICE });
+  return toNotice(payload, { eventType, userId, noticeKind: ACTIVITY_NOTICE }, undefined, { owner: raw, field: languageField });
 }

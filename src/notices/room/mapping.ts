@@ -17,7 +17,7 @@ export const ROOM_NOTICE_EVENTS: ReadonlySet<string> = new Set([ROOM_USER_KICKED
  * id is the one the room group message carries, so a client that sees both dedups on it. Same mapping for the
  * outbox row and the MQ message.
  */
-export function mapRoomFact(fact: RoomFact, recordedAtMs: number): MappedEvent {
+export function mapRoomFact(fact: RoomFact, recordedAtMs: number, languageField = 'language'): MappedEvent {
   if (!ROOM_NOTICE_EVENTS.has(fact.event_type)) return { kind: 'skip', eventType: fact.event_type };
   let raw = fact.payload;
   if (typeof raw === 'string') {
@@ -41,7 +41,7 @@ export function mapRoomFact(fact: RoomFact, recordedAtMs: number): MappedEvent {
       ...common, reward_user_id: p.reward_user_id, rocket_level: p.rocket_level, reward_items: p.reward_items,
       ...(p.rocket_id !== undefined ? { rocket_id: p.rocket_id } : {}), ...stamps,
     };
-    return toNotice(payload, { eventType: fact.event_type, userId: p.reward_user_id, noticeKind: ROOM_NOTICE });
+    return toNotice(payload, { eventType: fact.event_type, userId: p.reward_user_id, noticeKind: ROOM_NOTICE }, undefined, { owner: raw, field: languageField });
   }
   const parsed = roomUserKickedPayload.safeParse(raw);
   if (!parsed.success) return malformed('target_user_id', describeZodError(parsed.error));
@@ -54,5 +54,5 @@ export function mapRoomFact(fact: RoomFact, recordedAtMs: number): MappedEvent {
     ...(p.ban_until_ms !== undefined && p.ban_until_ms !== null ? { ban_until_ms: p.ban_until_ms } : {}),
     ...stamps,
   };
-  return toNotice(payload, { eventType: fact.event_type, userId: p.target_user_id, noticeKind: ROOM_NOTICE });
+  return toNotice(payload, { eventType: fact.event_type, userId: p.target_user_id, noticeKind: ROOM_NOTICE }, undefined, { owner: raw, field: languageField });
 }

@@ -10,7 +10,7 @@ export type ParsedRoomMessage = { kind: 'fact'; fact: SourceFact } | { kind: 'po
  * A `hyapp_room_outbox` message body (JSON `{event_id, event_type, app_code, room_id, payload, created_at_ms}`) →
  * the same ledger fact the room_outbox poller produces, so both entries meet on one ledger key.
  */
-export function parseRoomMqMessage(body: Buffer, recordedAtMs: number): ParsedRoomMessage {
+export function parseRoomMqMessage(body: Buffer, recordedAtMs: number, languageField = 'language'): ParsedRoomMessage {
   // Checked before any parse: a huge body would block the event loop for a message that can never be sent.
   if (body.length > LIMITS.rawPayloadBytes) return { kind: 'poison', reason: `body is ${body.length} bytes; more than ${LIMITS.rawPayloadBytes} can never fit one IM message` };
   const text = body.toString('utf8');
@@ -29,7 +29,7 @@ export function parseRoomMqMessage(body: Buffer, recordedAtMs: number): ParsedRo
     kind: 'fact',
     fact: {
       key: { sourceName: ROOM_SOURCE_NAME, appCode: fact.app_code, sourceEventId: fact.event_id },
-      mapped: mapRoomFact(fact, recordedAtMs),
+      mapped: mapRoomFact(fact, recordedAtMs, languageField),
       sourceRowId: null,
       sourceCreatedAtMs: createdAt !== null && Number.isSafeInteger(createdAt) ? createdAt : null,
     },

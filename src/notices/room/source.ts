@@ -6,18 +6,18 @@ import { mapRoomFact, ROOM_NOTICE, ROOM_NOTICE_EVENTS, ROOM_SOURCE_NAME } from '
 import { roomFactEnvelope } from './payloads.ts';
 
 /** `{room_database}.room_outbox`, owned by room-service; read-only here (its `status` column included). */
-export function roomOutboxSource(roomDatabase: string): OutboxSource {
+export function roomOutboxSource(roomDatabase: string, languageField = 'language'): OutboxSource {
   return {
     sourceName: ROOM_SOURCE_NAME,
     database: roomDatabase,
     table: 'room_outbox',
     columns: ['app_code', 'event_id', 'event_type', 'room_id', 'payload', 'created_at_ms'],
     identify: (row) => identifyOutboxRow('room_outbox', row),
-    map: mapRoomOutboxRow,
+    map: (row, recordedAtMs) => mapRoomOutboxRow(row, recordedAtMs, languageField),
   };
 }
 
-function mapRoomOutboxRow(row: OutboxRow, recordedAtMs: number): MappedEvent {
+function mapRoomOutboxRow(row: OutboxRow, recordedAtMs: number, languageField: string): MappedEvent {
   const eventType = typeof row.event_type === 'string' ? row.event_type : '';
   if (!ROOM_NOTICE_EVENTS.has(eventType)) return { kind: 'skip', eventType };
   const text = rawPayloadText(row, LIMITS.rawPayloadBytes);
@@ -34,5 +34,5 @@ function mapRoomOutboxRow(row: OutboxRow, recordedAtMs: number): MappedEvent {
   if (!envelope.success) {
     return { kind: 'malformed', eventType, userId: '', noticeKind: ROOM_NOTICE, reason: `room_outbox row: ${describeZodError(envelope.error)}` };
   }
-  return mapRoomFact(envelope.data, recordedAtMs);
+  return mapRoomFact(envelope.data, recordedAtMs, languageField);
 }

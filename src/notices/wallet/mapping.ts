@@ -17,7 +17,7 @@ const NOTICE_KIND_BY_EVENT: Record<string, string> = {
  * wallet_outbox row → the client payload of the seed ("Payload 约定"), field names and order as documented there.
  * `created_at_ms` is when notice-service recorded the event; `source_created_at_ms` is the outbox row's.
  */
-export function mapWalletOutboxRow(row: OutboxRow, recordedAtMs: number): MappedEvent {
+export function mapWalletOutboxRow(row: OutboxRow, recordedAtMs: number, languageField = 'language'): MappedEvent {
   const eventType = typeof row.event_type === 'string' ? row.event_type : '';
   const noticeKind = NOTICE_KIND_BY_EVENT[eventType];
   if (!noticeKind) return { kind: 'skip', eventType };
@@ -88,5 +88,5 @@ export function mapWalletOutboxRow(row: OutboxRow, recordedAtMs: number): Mapped
       source_created_at_ms: sourceCreatedAtMs,
     };
   }
-  return toNotice(payload, { eventType, userId, noticeKind }, supersede);
+  return toNotice(payload, { eventType, userId, noticeKind }, supersede, { owner: raw, field: languageField });
 }

@@ -5,7 +5,7 @@ import type { InboxConfig } from '../../../config/schema.ts';
 import { describeError } from '../../../platform/errors.ts';
 import type { InboxItem, InboxOwner, InboxStore, UnreadCount } from '../store.ts';
 import { decodePageToken, encodePageToken } from './page-token.ts';
-import { filterOf, idsOf, InvalidRequest, kindsOf, ownerOf, pageSizeOf } from './requests.ts';
+import { filterOf, idsOf, InvalidRequest, kindsOf, ownerOf, pageSizeOf, upToIdOf } from './requests.ts';
 
 export const INBOX_PROTO = fileURLToPath(new URL('../../../../proto/notice/inbox/v1/inbox.proto', import.meta.url));
 
@@ -66,7 +66,7 @@ export function inboxHandlers(store: InboxStore, config: InboxConfig, logger: Lo
     MarkNotificationsUnread: byIds((owner, ids) => store.markUnread(owner, ids)),
     async MarkAllNotificationsRead(req: any) {
       const owner = ownerOf(req.caller);
-      const upTo = req.up_to_id ? idsOf([req.up_to_id])[0]! : null;
+      const upTo = upToIdOf(req.up_to_id);
       const n = await store.markAllRead(owner, upTo, kindsOf(req.kinds), now());
       return { updated_count: n, unread: await unread(owner) };
     },

@@ -37,6 +37,13 @@ export function idsOf(raw: unknown): string[] {
   return [...new Set(list.data)];
 }
 
+/** `up_to_id` of MarkAllNotificationsRead: empty for every item, else one decimal item id. */
+export function upToIdOf(raw: unknown): string | null {
+  if (raw === undefined || raw === null || raw === '') return null;
+  if (typeof raw !== 'string' || !/^[1-9][0-9]{0,19}$/.test(raw)) throw new InvalidRequest(`up_to_id must be a decimal item id (or empty for all), got "${String(raw).slice(0, 40)}"`);
+  return raw;
+}
+
 export function pageSizeOf(raw: unknown): number {
   const n = Number(raw ?? 0);
   if (!Number.isInteger(n) || n < 0) throw new InvalidRequest(`page_size must be 0 or more, got ${String(raw)}`);
