@@ -1,12 +1,13 @@
 /**
  * `npm run bench`: real notice-service processes against the local MariaDB, a private redis-server and fake-im
  * (answering after 20 ms, like a regional API). Prints a markdown table and writes bench/report.{md,json}.
- * BENCH_SMOKE=1 runs every phase tiny (seconds) to keep the bench working in CI; BENCH_ONLY=a,b picks phases (capacity, baseline, latency, latency_limited, ratelimit, overload, recovery, growth, inbox, push_batch, sparse, footprint);
+ * BENCH_SMOKE=1 runs every phase tiny (seconds) to keep the bench working in CI; BENCH_ONLY=a,b picks phases (capacity, baseline, latency, latency_limited, ratelimit, overload, recovery, growth, inbox, push_batch, api_flood, sparse, footprint);
  * BENCH_RUNS sets the repetitions whose median is reported.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { runInboxBench } from './inbox.ts';
 import { runPushBatch } from './push-batch.ts';
+import { runApiFlood } from './api-flood.ts';
 import { renderMarkdown } from './render.ts';
 import { join } from 'node:path';
 import { createWorld, PIPELINE, processUsage, type Counters, type World } from './world.ts';
@@ -375,6 +376,12 @@ if (want('push_batch')) {
     batched: { ...runs[0]!.batched, calls: medianOf(runs, (r) => r.batched.calls), drain_seconds: medianOf(runs, (r) => r.batched.drain_seconds), drain_runs: runs.map((r) => r.batched.drain_seconds) },
     single: { ...runs[0]!.single, calls: medianOf(runs, (r) => r.single.calls), drain_seconds: medianOf(runs, (r) => r.single.drain_seconds), drain_runs: runs.map((r) => r.single.drain_seconds) },
   };
+}
+
+if (want('api_flood')) {
+  const runs = [];
+  for (let i = 0; i < RUNS; i++) runs.push(await runApiFlood(SMOKE ? 20 : 100, SMOKE ? 3 : 20, SMOKE ? 200 : 4000, IM_LATENCY_MS, log));
+  report.api_flood = { ...runs[0]!, p99_ratio: medianOf(runs, (r) => r.p99_ratio), runs: runs.map((r) => ({ quiet: r.quiet, flood: r.flood, p99_ratio: r.p99_ratio })) };
 }
 
 if (want('sparse')) {

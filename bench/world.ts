@@ -23,7 +23,7 @@ export interface World {
   env: TestEnv;
   redis: PrivateRedis;
   procs: Array<{ role: string; proc: Spawned; cpuAtStart: number }>;
-  spawn(role: 'ingest' | 'deliver'): Promise<Spawned>;
+  spawn(role: 'ingest' | 'deliver' | 'inbox-api' | 'all'): Promise<Spawned>;
   counters(): Promise<Counters>;
   close(): Promise<void>;
 }
