@@ -57,6 +57,12 @@ export function renderMarkdown(r: Record<string, any>): string {
     for (const v of [r.push_batch.batched, r.push_batch.single]) out.push(`| ${v.variant} | ${v.notices} | ${v.calls} | ${v.accounts_per_call_median} | ${v.drain_seconds} (${v.drain_runs.join(', ')}) | ${v.unbatched_seconds_at_rate} s |`);
     out.push('');
   }
+  if (r.api_flood) {
+    const f = r.api_flood;
+    out.push(`**Inbox API flood vs delivery** (wallet notices at ${f.rate}/s for ${f.seconds} s, commit → fake-im, ms; ingest, deliver and inbox-api as separate processes; the flood: 3 loops of 4 MiB DeleteNotifications and thousands of small calls in flight from another process)`, '', '| run | quiet p50 | quiet p99 | flooded p50 | flooded p99 | p99 ratio |', '|---|---|---|---|---|---|');
+    f.runs.forEach((x: any, i: number) => out.push(`| ${i + 1} | ${x.quiet.p50_ms} | ${x.quiet.p99_ms} | ${x.flood.p50_ms} | ${x.flood.p99_ms} | ${x.p99_ratio} |`));
+    out.push('', `Median p99 ratio ${f.p99_ratio} (target ≤ 1.2); API answers in run 1: ${Object.entries(f.api_calls).map(([k, v]) => `${k} ${v}`).join(', ')}.`, '');
+  }
   if (r.footprint) out.push(`**Footprint**: Redis ${r.footprint.redis_bytes_per_waiting_job} bytes per waiting job; ingest peak RSS ${r.footprint.ingest_peak_rss_mb} MB.`, '');
   out.push(...targets(r));
   return out.join('\n');
