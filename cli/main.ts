@@ -101,9 +101,13 @@ program
     const port = Number(opts.port);
     if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RoleConfigError(`--port must be a port number, got "${opts.port}"`);
     const { FakeImServer } = await import('../src/fake-im/server.ts');
-    const server = new FakeImServer({ sdkAppId: config.tencent_im.sdk_app_id, secretKey: config.tencent_im.secret_key, adminIdentifier: config.tencent_im.admin_identifier });
+    const { tencentApps } = await import('../src/config/tencent-apps.ts');
+    // Every app of the config, each verifying its own UserSig (tencent_im.app_code and tencent_im.apps).
+    const apps = [...tencentApps(config).values()].map((a) => ({ sdkAppId: a.sdkAppId, secretKey: a.secretKey, adminIdentifier: a.adminIdentifier }));
+    const first = apps[0] ?? { sdkAppId: config.tencent_im.sdk_app_id, secretKey: config.tencent_im.secret_key, adminIdentifier: config.tencent_im.admin_identifier };
+    const server = new FakeImServer({ ...first, apps: apps.slice(1) });
     const url = await server.listen(port, opts.host);
-    logger.info({ url, sdk_app_id: config.tencent_im.sdk_app_id }, 'fake-im listening (GET /_fake/messages, /_fake/stats; POST /_fake/faults, /_fake/reset)');
+    logger.info({ url, sdk_app_ids: [first, ...apps.slice(1)].map((a) => a.sdkAppId) }, 'fake-im listening (GET /_fake/messages, /_fake/stats; POST /_fake/faults, /_fake/reset)');
     await new Promise<void>((resolve) => {
       process.once('SIGTERM', () => resolve());
       process.once('SIGINT', () => resolve());

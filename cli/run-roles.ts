@@ -74,10 +74,6 @@ export async function buildProcess(config: NoticeConfig, roleNames: readonly Rol
   metrics.onScrape(async () => {
     metrics.ready.set((await readiness()).ready ? 1 : 0);
   });
-  if (deliver) {
-    metrics.sendRateLimit.set({ channel: 'tencent_im_c2c' }, config.tencent_im.rate_limit_per_second);
-    if (config.tencent_push.enabled) metrics.sendRateLimit.set({ channel: 'tencent_push' }, config.tencent_push.rate_limit_per_second);
-  }
   const health = new HealthServer({ host: config.health.host, httpPort: config.health.http_port, grpcPort: config.health.grpc_port, metrics, readiness, logger });
 
   return {

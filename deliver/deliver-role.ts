@@ -18,6 +18,7 @@ import { channelModule, type ChannelModule } from '../src/channels/registry.ts';
 import { routedChannels } from '../src/channels/routing.ts';
 import type { DeliveryChannel } from '../src/channels/types.ts';
 import type { DeliveryOutcome, DeliveryPorts } from '../src/delivery/deliver-once.ts';
+import { tencentApps } from '../src/config/tencent-apps.ts';
 import { describeError } from '../src/platform/errors.ts';
 
 /**
@@ -63,6 +64,7 @@ export class DeliverRole implements Role {
     const hot = new BatchedLedger(this.pool, this.workerId, (source) => policyFor(source).lockTtlMs);
     const history = new DeliveryHistory(this.pool, (err) => this.logger.warn({ err: err.message }, 'could not write delivery history; the ledger row is unaffected'));
     const ports = new Map<string, DeliveryPorts>();
+    const apps = tencentApps(this.config);
     for (const module of this.modules) {
       const channel = await module.create({ config: this.config, pool: this.pool, redis: this.connection, newerVersion: (row) => hot.newerVersion(row), logger: this.logger, metrics: this.metrics });
       this.channels.push(channel);
@@ -82,6 +84,7 @@ export class DeliverRole implements Role {
         retryBaseMs: this.config.deliver.retry_base_delay,
         retryMaxMs: this.config.deliver.retry_max_delay,
         maxUnfinishedAttempts: this.config.deliver.max_unfinished_attempts,
+        servesApp: (appCode) => apps.has(appCode),
         logger: this.logger,
         metrics: this.metrics,
         history: (entry) => void history.append(entry),

@@ -60,7 +60,7 @@ describe('health and metrics', () => {
     expect(metrics).toMatch(/notice_send_latency_seconds_count\{channel="tencent_im_c2c",outcome="delivered"\} 2/);
     expect(metrics).toMatch(/notice_end_to_end_latency_seconds_count\{source="wallet_outbox",channel="tencent_im_c2c"\} 2/);
     // Three first sends and the 70500 one's retry each waited for a rate slot.
-    expect(metrics).toMatch(/notice_send_slot_wait_seconds_count\{channel="tencent_im_c2c"\} 4/);
+    expect(metrics).toMatch(/notice_send_slot_wait_seconds_count\{channel="tencent_im_c2c",app="lalu"\} 4/);
     expect(metrics).toContain('notice_ingest_rows_behind{source="wallet_outbox"} 0');
     expect(metrics).toContain('notice_ingest_open_gap_ids{source="wallet_outbox"} 0');
     expect(metrics).toMatch(/notice_queue_jobs\{queue="deliver-tencent-im-c2c-wallet_notice",state="failed"\} 1/);

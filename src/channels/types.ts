@@ -29,8 +29,8 @@ export interface SendContext {
 export interface DeliveryChannel {
   readonly name: string;
   send(row: LedgerRow, ctx: SendContext): Promise<ChannelOutcome>;
-  /** After a rate_limited answer: slow every sender of this channel down; returns the new pace (1 = full rate). */
-  onRateLimited?(): Promise<number>;
+  /** After a rate_limited answer for this row: slow every sender of its app down; returns the new pace (1 = full rate). */
+  onRateLimited?(row: LedgerRow): Promise<number>;
   /** Periodic upkeep owned by the channel (retention, caps); run by one process at a time. */
   maintain?(nowMs: number): Promise<Record<string, number>>;
   /** How often maintain runs. */

@@ -3,6 +3,7 @@ import { routingProblems } from '../channels/routing.ts';
 import { parse as parseYaml } from 'yaml';
 import { configSchema, type NoticeConfig } from './schema.ts';
 import { isLoopbackHost } from './loopback.ts';
+import { appsProblems } from './tencent-apps.ts';
 import { interpolate, type InterpolationProblem } from './interpolate.ts';
 
 /** Thrown when the config cannot be used; the message names every bad key at once. */
@@ -58,9 +59,7 @@ export function parseConfigText(text: string, file: string, env: NodeJS.ProcessE
 
 function crossFieldProblems(config: NoticeConfig): string[] {
   const problems: string[] = [];
-  if (config.tencent_im.enabled && config.tencent_im.secret_key === '') {
-    problems.push('tencent_im.secret_key: required when tencent_im.enabled is true');
-  }
+  problems.push(...appsProblems(config));
   if (config.rocketmq.name_servers !== undefined) {
     problems.push('rocketmq.name_servers: the RocketMQ 5 client talks to the proxy, not namesrv; set rocketmq.endpoints to the proxy gRPC address (port 8081)');
   }

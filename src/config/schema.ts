@@ -38,9 +38,30 @@ const outboxWorker = z.strictObject({
   max_queued_jobs: z.number().int().min(0).default(8192),
 });
 
+/** One app_code's own Tencent IM app: its account, key, and (optionally) its own quota and endpoint. */
+const tencentApp = z.strictObject({
+  sdk_app_id: z.number().int().positive(),
+  /** From the environment (`${TENCENT_IM_SECRET_KEY_HALA}`), never in the file. */
+  secret_key: z.string().min(1, 'required (from the environment, e.g. ${TENCENT_IM_SECRET_KEY_<APP>})'),
+  admin_identifier: z.string().min(1).optional(),
+  /** sendmsg requests per second for this app (default tencent_im.rate_limit_per_second). */
+  rate_limit_per_second: z.number().int().min(0).optional(),
+  /** timpush/batch calls per second for this app (default tencent_push.rate_limit_per_second). */
+  push_rate_limit_per_second: z.number().int().min(0).optional(),
+  base_url: z.url().optional(),
+});
+export type TencentAppConfig = z.infer<typeof tencentApp>;
+
 /** Tencent IM REST API (sendmsg) settings. */
 const tencentIm = z.strictObject({
   enabled: z.boolean().default(false),
+  /**
+   * Which app_code the single-app keys below (sdk_app_id, secret_key, …) serve. Either this or `apps` is required:
+   * a deployment always knows which apps it serves, and a fact of any other app is never sent (UNKNOWN_APP).
+   */
+  app_code: z.string().regex(/^[A-Za-z0-9_.-]{1,32}$/, 'an app_code such as "lalu"').optional(),
+  /** Each app_code its own Tencent app (sdk_app_id, secret_key, quota); the keys below are the shared defaults. */
+  apps: z.record(z.string().regex(/^[A-Za-z0-9_.-]{1,32}$/, 'an app_code such as "lalu"'), tencentApp).default(() => ({})),
   base_url: z.url().default('https://console.tim.qq.com'),
   sdk_app_id: z.number().int().positive().default(1400000000),
   secret_key: z.string().default(''),

@@ -29,6 +29,8 @@ export interface DeliveryPorts {
   retryMaxMs: number;
   /** Sends that started but never finished, after which the event is failed as poison. */
   maxUnfinishedAttempts: number;
+  /** Whether this deployment serves the app (tencent_im.app_code / apps): a fact of any other is never sent. */
+  servesApp(appCode: string): boolean;
   logger: Logger;
   metrics?: NoticeMetrics;
   /** The event's story beyond a first-try success (DeliveryHistory); written without waiting for it. */
@@ -93,6 +95,18 @@ export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey): Promise
     return { action: 'fail', message: 'ledger row has no payload' };
   }
 
+  if (!ports.servesApp(row.appCode)) {
+    // Never handed to a channel: each Tencent account is one app's, and a user id means another person in another
+    // app. Every channel's row of the fact ends here the same way; a requeue after the app is added sends them.
+    const message = `app_code "${row.appCode}" is not configured (tencent_im.app_code / tencent_im.apps); requeue once it is added`;
+    await ledger.recordFailed(key, 'UNKNOWN_APP', message, now());
+    story({ event: 'failed', errorCode: 'UNKNOWN_APP', errorMessage: message });
+    ports.onOutcome?.('failed', row);
+    ports.metrics?.unknownApp.inc({ channel: key.channel });
+    log().error({ app_code: row.appCode }, 'fact of an app this deployment does not serve; failed with UNKNOWN_APP, nothing sent');
+    return { action: 'fail', message };
+  }
+
   const outcome = await channel.send(row, { lockUntilMs: row.lockUntilMs });
   const at = now();
   const observe = (result: DeliveryOutcome, sent: Exclude<ChannelOutcome, { kind: 'superseded' | 'not_now' }>) => {
@@ -146,7 +160,7 @@ export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey): Promise
       // The provider's whole-app limit: this event queues again at once without spending an attempt.
       await ledger.release(key, outcome.code, outcome.message, at, at);
       observe('rate_limited', outcome);
-      const pace = await channel.onRateLimited?.();
+      const pace = await channel.onRateLimited?.(row);
       log().warn({ code: outcome.code, pace }, `${label} rate limit answered; every sender slows down a little`);
       return { action: 'rate_limited' };
     }

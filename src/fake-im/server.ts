@@ -9,14 +9,21 @@ import { verifyUserSig } from './usersig-verify.ts';
  * duplicate filters (sendmsg: 120 s; push: MsgRandom within one second), records what it received, and injects
  * faults on request, per API (`POST /_fake/faults`, `POST /_fake/push-faults`).
  */
-export interface FakeImOptions {
+export interface FakeImApp {
   sdkAppId: number;
   secretKey: string;
   adminIdentifier: string;
+}
+
+export interface FakeImOptions extends FakeImApp {
+  /** More Tencent apps served by the same fake, each verifying its own UserSig (one deployment for many apps). */
+  apps?: FakeImApp[];
   now?: () => number;
 }
 
 export interface ReceivedMessage {
+  /** The Tencent app (SDKAppID) it was sent through. */
+  sdkAppId: number;
   toAccount: string;
   ext: string;
   data: string;
@@ -35,6 +42,8 @@ export interface ReceivedPush {
   taskId: string;
   dataId: string;
   msgRandom: number;
+  /** The Tencent app (SDKAppID) it was pushed through. */
+  sdkAppId: number;
   /** The accounts it was pushed to (those in ErrorList left out). */
   accounts: string[];
   /** The accounts the call named that were answered in ErrorList instead. */
@@ -239,30 +248,32 @@ export class FakeImServer {
     json(res, 200, answer);
   }
 
-  /** The query-string checks every REST call gets: content type, app, admin identifier and its UserSig. */
-  private checkAdmin(url: URL): { code: number; info: string } | null {
+  /** The query-string checks every REST call gets: content type, app, admin identifier and its UserSig; the app on success. */
+  private checkAdmin(url: URL): { code: number; info: string } | FakeImApp {
     const q = url.searchParams;
     if (q.get('contenttype') !== 'json') return { code: 60025, info: 'contenttype must be json' };
-    if (q.get('sdkappid') !== String(this.options.sdkAppId)) return { code: 70014, info: 'sdkappid does not match' };
+    const app = [this.options, ...(this.options.apps ?? [])].find((a) => q.get('sdkappid') === String(a.sdkAppId));
+    if (!app) return { code: 70014, info: 'sdkappid does not match' };
     const random = Number(q.get('random'));
     if (!Number.isInteger(random) || random < 0 || random > 4294967295) return { code: 60025, info: 'random must be a uint32' };
-    if (q.get('identifier') !== this.options.adminIdentifier) return { code: 60010, info: 'identifier is not an App admin' };
+    if (q.get('identifier') !== app.adminIdentifier) return { code: 60010, info: 'identifier is not an App admin' };
     const sig = q.get('usersig') ?? '';
-    const verifiedUntil = this.verifiedSigs.get(sig);
+    const cacheKey = `${app.sdkAppId}|${sig}`;
+    const verifiedUntil = this.verifiedSigs.get(cacheKey);
     if (verifiedUntil === undefined || verifiedUntil < this.now()) {
-      const sigCheck = verifyUserSig(sig, { sdkAppId: this.options.sdkAppId, identifier: this.options.adminIdentifier, secretKey: this.options.secretKey, nowMs: this.now() });
+      const sigCheck = verifyUserSig(sig, { sdkAppId: app.sdkAppId, identifier: app.adminIdentifier, secretKey: app.secretKey, nowMs: this.now() });
       if (!sigCheck.ok) return { code: sigCheck.code, info: sigCheck.info };
       // A sig that verified stays good until it expires; re-checking it per request only costs CPU.
       if (this.verifiedSigs.size > 100) this.verifiedSigs.clear();
-      this.verifiedSigs.set(sig, sigCheck.expiresAtMs);
+      this.verifiedSigs.set(cacheKey, sigCheck.expiresAtMs);
     }
-    return null;
+    return app;
   }
 
   private answerPush(url: URL, body: string): Record<string, unknown> {
     const fail = (code: number, info: string) => ({ ActionStatus: 'FAIL', ErrorCode: code, ErrorInfo: info, TaskId: '' });
-    const denied = this.checkAdmin(url);
-    if (denied) return fail(denied.code, denied.info);
+    const app = this.checkAdmin(url);
+    if ('code' in app) return fail(app.code, app.info);
     let msg: Record<string, unknown>;
     try {
       msg = JSON.parse(body) as Record<string, unknown>;
@@ -316,15 +327,15 @@ export class FakeImServer {
     const duplicate = this.pushSeen.has(dedupKey);
     if (this.pushSeen.size > 100_000) this.pushSeen.clear();
     this.pushSeen.set(dedupKey, nowMs);
-    const taskId = `batch_${(nowMs / 1000).toString(16).slice(0, 8)}_${(++this.seq).toString(16).padStart(8, '0')}_${this.options.sdkAppId.toString(16)}`;
-    this.pushed.push({ taskId, dataId, msgRandom: msg.MsgRandom as number, accounts, refused: errorList.map((e) => e.To_Account), offlinePush: info, receivedAtMs: nowMs, duplicate });
+    const taskId = `batch_${(nowMs / 1000).toString(16).slice(0, 8)}_${(++this.seq).toString(16).padStart(8, '0')}_${app.sdkAppId.toString(16)}`;
+    this.pushed.push({ sdkAppId: app.sdkAppId, taskId, dataId, msgRandom: msg.MsgRandom as number, accounts, refused: errorList.map((e) => e.To_Account), offlinePush: info, receivedAtMs: nowMs, duplicate });
     return { ActionStatus: 'OK', ErrorCode: 0, ErrorInfo: '', TaskId: taskId, ...(errorList.length > 0 ? { ErrorList: errorList } : {}) };
   }
 
   private answerSendmsg(url: URL, body: string): Record<string, unknown> {
     const fail = (code: number, info: string) => ({ ActionStatus: 'FAIL', ErrorCode: code, ErrorInfo: info });
-    const denied = this.checkAdmin(url);
-    if (denied) return fail(denied.code, denied.info);
+    const app = this.checkAdmin(url);
+    if ('code' in app) return fail(app.code, app.info);
 
     let msg: Record<string, unknown>;
     try {
@@ -371,12 +382,12 @@ export class FakeImServer {
     this.stats.max_per_second = Math.max(this.stats.max_per_second, inWindow);
 
     const msgSeq = Number.isInteger(msg.MsgSeq) ? (msg.MsgSeq as number) : 0;
-    const dedupKey = `${this.options.adminIdentifier}|${msgSeq}|${msg.MsgRandom}|${crc32(JSON.stringify(msg.MsgBody))}`;
+    const dedupKey = `${app.sdkAppId}|${app.adminIdentifier}|${msgSeq}|${msg.MsgRandom}|${crc32(JSON.stringify(msg.MsgBody))}`;
     const seen = this.dedup.get(dedupKey);
     const duplicate = seen !== undefined && nowMs - seen.atMs < DEDUP_WINDOW_MS;
-    const msgKey = duplicate ? seen.msgKey : `${this.options.sdkAppId}_${++this.seq}_${Math.floor(nowMs / 1000)}`;
+    const msgKey = duplicate ? seen.msgKey : `${app.sdkAppId}_${++this.seq}_${Math.floor(nowMs / 1000)}`;
     if (!duplicate) this.dedup.set(dedupKey, { msgKey, atMs: nowMs });
-    this.received.push({ toAccount: msg.To_Account, ext, data, msgRandom: msg.MsgRandom as number, msgSeq, msgKey, receivedAtMs: nowMs, duplicate, ...(push ? { offlinePush: push } : {}) });
+    this.received.push({ sdkAppId: app.sdkAppId, toAccount: msg.To_Account, ext, data, msgRandom: msg.MsgRandom as number, msgSeq, msgKey, receivedAtMs: nowMs, duplicate, ...(push ? { offlinePush: push } : {}) });
     return { ActionStatus: 'OK', ErrorCode: 0, ErrorInfo: '', MsgTime: Math.floor(nowMs / 1000), MsgKey: msgKey };
   }
 

@@ -46,15 +46,15 @@ export class NoticeMetrics {
     labelNames: ['source', 'channel', 'notice_kind', 'outcome', 'error_code'], registers: [this.registry],
   });
   readonly retries = new Counter({ name: 'notice_delivery_retries_total', help: 'Attempts that will be retried', labelNames: ['source', 'channel'], registers: [this.registry] });
-  readonly rateLimitBackoffs = new Counter({ name: 'notice_rate_limit_backoffs_total', help: 'Tencent over-frequency answers (60007 and the like), per channel; each lowers that channel\'s shared send pace a little (see notice_send_pace)', labelNames: ['channel'], registers: [this.registry] });
-  readonly sendPace = new Gauge({ name: 'notice_send_pace', help: 'Share of the configured send rate in use after the last over-frequency answer seen by this process (1 = full; it recovers on its own), per paced channel', labelNames: ['channel'], registers: [this.registry] });
-  readonly sendsRefused = new Counter({ name: 'notice_send_admissions_refused_total', help: 'Sends refused by the app-wide rate (sliding second full, or a back-off on) that queued up again; a steady rise means deliver processes reach their slots late (starved CPU); per paced channel', labelNames: ['channel'], registers: [this.registry] });
+  readonly rateLimitBackoffs = new Counter({ name: 'notice_rate_limit_backoffs_total', help: 'Tencent over-frequency answers (60007 and the like), per channel and app; each lowers that app\'s shared send pace a little (see notice_send_pace)', labelNames: ['channel', 'app'], registers: [this.registry] });
+  readonly sendPace = new Gauge({ name: 'notice_send_pace', help: 'Share of the configured send rate in use after the last over-frequency answer seen by this process (1 = full; it recovers on its own), per paced channel and app', labelNames: ['channel', 'app'], registers: [this.registry] });
+  readonly sendsRefused = new Counter({ name: 'notice_send_admissions_refused_total', help: 'Sends refused by the app-wide rate (sliding second full, or a back-off on) that queued up again; a steady rise means deliver processes reach their slots late (starved CPU); per paced channel and app', labelNames: ['channel', 'app'], registers: [this.registry] });
   readonly sendLatency = new Histogram({
     name: 'notice_send_latency_seconds', help: 'One send over a channel (the Tencent IM sendmsg round trip; the inbox insert)', labelNames: ['channel', 'outcome'],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [this.registry],
   });
   readonly sendSlotWait = new Histogram({
-    name: 'notice_send_slot_wait_seconds', help: "Time a claimed send waited for its slot of the app-wide Tencent rate; when it nears end-to-end latency, the rate limit is what delivery waits for (per paced channel)", labelNames: ['channel'],
+    name: 'notice_send_slot_wait_seconds', help: "Time a claimed send waited for its slot of the app-wide Tencent rate; when it nears end-to-end latency, the rate limit is what delivery waits for (per paced channel and app)", labelNames: ['channel', 'app'],
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [this.registry],
   });
   readonly endToEndLatency = new Histogram({
@@ -73,7 +73,8 @@ export class NoticeMetrics {
   readonly ledgerPurged = new Counter({ name: 'notice_ledger_purged_total', help: 'Final ledger rows deleted by retention', labelNames: ['status'], registers: [this.registry] });
   readonly poisoned = new Counter({ name: 'notice_delivery_poison_total', help: 'Events failed because their sends kept starting but never finishing', labelNames: ['source', 'channel'], registers: [this.registry] });
   readonly ready = new Gauge({ name: 'notice_ready', help: 'What /readyz answers, as a number: 1 ready, 0 not (read at scrape time), for alerting', registers: [this.registry] });
-  readonly sendRateLimit = new Gauge({ name: 'notice_send_rate_limit_per_second', help: 'The rate per second this deliver process paces each paced channel against app-wide (tencent_im / tencent_push rate_limit_per_second; 0 = off)', labelNames: ['channel'], registers: [this.registry] });
+  readonly sendRateLimit = new Gauge({ name: 'notice_send_rate_limit_per_second', help: 'The rate per second this deliver process paces each paced channel against app-wide (tencent_im / tencent_push rate_limit_per_second, or the app own rate; 0 = off)', labelNames: ['channel', 'app'], registers: [this.registry] });
+  readonly unknownApp = new Counter({ name: 'notice_unknown_app_total', help: 'Ledger rows failed with UNKNOWN_APP: a fact of an app_code this deployment does not serve (tencent_im.apps); nothing was sent', labelNames: ['channel'], registers: [this.registry] });
   readonly pushBatchAccounts = new Histogram({ name: 'notice_push_batch_accounts', help: 'Accounts per timpush/batch call (identical pushes share a call)', buckets: [1, 2, 5, 10, 50, 100, 250, 500], registers: [this.registry] });
   readonly inboxSwept = new Counter({ name: 'notice_inbox_items_swept_total', help: 'Inbox items deleted by the sweeper, by reason (retention, cap)', labelNames: ['reason'], registers: [this.registry] });
   readonly queueJobs = new Gauge({ name: 'notice_queue_jobs', help: 'BullMQ jobs per queue and state', labelNames: ['queue', 'state'], registers: [this.registry] });

@@ -38,10 +38,19 @@ function channelAnswering(...answers: ChannelOutcome[]): DeliveryChannel & { sen
 }
 
 function ports(ledger: DeliveryLedger, channel: DeliveryChannel, maxRetry = 2): DeliveryPorts {
-  return { ledger, channel, workerId: 'w1', maxRetryCount: () => maxRetry, retryBaseMs: 10, retryMaxMs: 100, maxUnfinishedAttempts: 3, logger: pino({ level: 'silent' }) };
+  return { ledger, channel, workerId: 'w1', maxRetryCount: () => maxRetry, retryBaseMs: 10, retryMaxMs: 100, maxUnfinishedAttempts: 3, servesApp: (app) => app === KEY.appCode, logger: pino({ level: 'silent' }) };
 }
 
 describe('deliverOnce (claim → send → record) over plain ports', () => {
+  it('a fact of an app the deployment does not serve is never handed to the channel: failed UNKNOWN_APP', async () => {
+    const { state, ledger } = memoryLedger();
+    const channel = channelAnswering();
+    const decision = await deliverOnce({ ...ports(ledger, channel), servesApp: () => false }, KEY);
+    expect(decision).toMatchObject({ action: 'fail', message: expect.stringContaining(`app_code "${KEY.appCode}" is not configured`) });
+    expect(state).toMatchObject({ status: 'failed', lastErrorCode: 'UNKNOWN_APP' });
+    expect(channel.sends).toBe(0);
+  });
+
   it('delivers once; a duplicate job after that sends nothing', async () => {
     const { state, ledger } = memoryLedger();
     const channel = channelAnswering({ kind: 'delivered', ref: 'inbox:7', latencyMs: 2 });

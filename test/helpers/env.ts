@@ -7,7 +7,7 @@ import { stringify as toYaml } from 'yaml';
 import { configSchema, type NoticeConfig } from '../../src/config/schema.ts';
 import { runMigrations } from '../../src/db/migrate.ts';
 import { createMysqlPool } from '../../src/platform/mysql.ts';
-import { FakeImServer } from '../../src/fake-im/server.ts';
+import { FakeImServer, type FakeImApp } from '../../src/fake-im/server.ts';
 
 export const MYSQL_SERVER = process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -40,10 +40,10 @@ export interface TestEnv {
  * A private world per test: its own notice/wallet/room databases, its own Redis key prefix, its own fake-im.
  * Nothing is shared between tests, so files run in parallel against the one MariaDB and Redis.
  */
-export async function createTestEnv(overrides: Record<string, unknown> = {}, options: { mysqlServerForService?: string; mysqlServer?: string } = {}): Promise<TestEnv> {
+export async function createTestEnv(overrides: Record<string, unknown> = {}, options: { mysqlServerForService?: string; mysqlServer?: string; fakeImApps?: FakeImApp[] } = {}): Promise<TestEnv> {
   const server = options.mysqlServer ?? MYSQL_SERVER;
   const id = `nt${randomBytes(4).toString('hex')}`;
-  const fakeIm = new FakeImServer({ sdkAppId: 1400000001, secretKey: TEST_SECRET, adminIdentifier: 'administrator' });
+  const fakeIm = new FakeImServer({ sdkAppId: 1400000001, secretKey: TEST_SECRET, adminIdentifier: 'administrator', apps: options.fakeImApps });
   const fakeImUrl = await fakeIm.listen(0);
   const raw = deepMerge(
     {
@@ -52,7 +52,7 @@ export async function createTestEnv(overrides: Record<string, unknown> = {}, opt
       room_database: `${id}_room`,
       activity_database: `${id}_activity`,
       redis: { url: REDIS_URL, prefix: `{${id}}` },
-      tencent_im: { enabled: true, base_url: fakeImUrl, sdk_app_id: 1400000001, secret_key: TEST_SECRET, admin_identifier: 'administrator', request_timeout: '2s', rate_limit_per_second: 0 },
+      tencent_im: { enabled: true, app_code: 'lalu', base_url: fakeImUrl, sdk_app_id: 1400000001, secret_key: TEST_SECRET, admin_identifier: 'administrator', request_timeout: '2s', rate_limit_per_second: 0 },
       wallet_notice_worker: { enabled: true, poll_interval: '50ms', batch_size: 100, lock_ttl: '3s', max_retry_count: 3, gap_grace: '5s' },
       // The fixtures give 50 users rising balance_versions, so with skipping on most of a test's notices would be
       // superseded; tests of that feature turn it on (test/superseded.test.ts).

@@ -8,6 +8,8 @@ import type { SendPacer } from '../../tencent-im/send-pacer.ts';
 export { CHANNEL_TENCENT_IM_C2C };
 
 export interface TencentImC2CDeps {
+  /** The app_code whose Tencent app this sender is (a metric label; tencent_im.apps bounds it). */
+  app: string;
   sender: TencentImSender;
   /** The app-wide send rate (SendPacer): waits for this send's slot, and backs every process off on over-frequency. */
   pacer: Pick<SendPacer, 'acquire' | 'overFrequency'>;
@@ -57,7 +59,7 @@ export function tencentImC2CChannel(deps: TencentImC2CDeps): DeliveryChannel {
         const at = now();
         return { kind: 'not_now', code: 'SEND_SLOT_WAIT', message: 'no send slot within the ledger lock', retryAtMs: at + (slot.sent ? 50 : slot.retryInMs) };
       }
-      deps.metrics?.sendSlotWait.observe({ channel: CHANNEL_TENCENT_IM_C2C }, (now() - slotAskedMs) / 1000);
+      deps.metrics?.sendSlotWait.observe({ channel: CHANNEL_TENCENT_IM_C2C, app: deps.app }, (now() - slotAskedMs) / 1000);
       const sent = await deps.sender.sendC2C({ toAccount: row.userId, ext: row.noticeKind, data: row.payload ?? '', dedupSeed: formatKey(row), offlinePush: deps.offlinePush?.(row) });
       return sent.kind === 'delivered' ? { kind: 'delivered', ref: sent.msgKey, latencyMs: sent.latencyMs } : sent;
     },
@@ -65,7 +67,7 @@ export function tencentImC2CChannel(deps: TencentImC2CDeps): DeliveryChannel {
     async onRateLimited(): Promise<number> {
       // Over-frequency is the provider's whole-app limit: every sender slows a little (the pacer's shared pace).
       const pace = await deps.pacer.overFrequency();
-      deps.metrics?.sendPace.set({ channel: CHANNEL_TENCENT_IM_C2C }, pace);
+      deps.metrics?.sendPace.set({ channel: CHANNEL_TENCENT_IM_C2C, app: deps.app }, pace);
       return pace;
     },
 

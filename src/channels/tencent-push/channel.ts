@@ -25,6 +25,8 @@ export interface TencentPushDeps {
    */
   markSending?(rows: readonly LedgerRow[], ref: string): Promise<readonly LedgerRow[]>;
   metrics?: NoticeMetrics;
+  /** The app_code whose Tencent app this sender is (a metric label). */
+  app: string;
   now?: () => number;
 }
 
@@ -74,7 +76,7 @@ export function tencentPushChannel(deps: TencentPushDeps): DeliveryChannel {
         const lockNeededMs = soonestLock === Infinity ? 0 : Math.max(0, Math.min(deps.sendTimeoutMs, (soonestLock - askedAt) / 2));
         const slot = await deps.pacer.acquire(soonestLock === Infinity ? Infinity : Math.max(0, soonestLock - lockNeededMs - askedAt), oldest);
         const at = now();
-        if (slot.sent) deps.metrics?.sendSlotWait.observe({ channel: CHANNEL_TENCENT_PUSH }, (at - askedAt) / 1000);
+        if (slot.sent) deps.metrics?.sendSlotWait.observe({ channel: CHANNEL_TENCENT_PUSH, app: deps.app }, (at - askedAt) / 1000);
         // Without a slot, or with a lock that would end before the call does, rows go back unspent; another claim
         // brings them again.
         const taken = group.waiting.splice(0);
@@ -144,7 +146,7 @@ export function tencentPushChannel(deps: TencentPushDeps): DeliveryChannel {
 
     async onRateLimited(): Promise<number> {
       const pace = await deps.pacer.overFrequency();
-      deps.metrics?.sendPace.set({ channel: CHANNEL_TENCENT_PUSH }, pace);
+      deps.metrics?.sendPace.set({ channel: CHANNEL_TENCENT_PUSH, app: deps.app }, pace);
       return pace;
     },
 

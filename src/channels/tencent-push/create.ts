@@ -6,29 +6,36 @@ import { UserSigCache } from '../../tencent-im/usersig.ts';
 import type { ChannelContext } from '../registry.ts';
 import type { DeliveryChannel } from '../types.ts';
 import { tencentPushChannel } from './channel.ts';
+import { tencentApps } from '../../config/tencent-apps.ts';
+import { perAppChannel } from '../per-app.ts';
 
-/** The push channel of a deliver process: its own keep-alive client and its own app-wide pacer (timpush quota). */
+/** The push channel of a deliver process: per app, its own keep-alive client and its own app-wide pacer (that app's timpush quota). */
 export function createTencentPush(ctx: ChannelContext): DeliveryChannel {
   const { config, logger, metrics } = ctx;
   const im = config.tencent_im;
   const push = config.tencent_push;
-  const client = new TencentPushClient(
-    { baseUrl: im.base_url, sdkAppId: im.sdk_app_id, adminIdentifier: im.admin_identifier, requestTimeoutMs: push.request_timeout, idleSocketTimeoutMs: im.idle_socket_timeout, maxSockets: 16 },
-    new UserSigCache(im.sdk_app_id, im.secret_key, im.admin_identifier, im.usersig_ttl),
-    logger,
-  );
   const ledger = new LedgerRepository(ctx.pool);
-  const pacer = new SendPacer(ctx.redis, config.redis.prefix, push.rate_limit_per_second, () => metrics?.sendsRefused.inc({ channel: CHANNEL_TENCENT_PUSH }), 'tencent-push');
-  return tencentPushChannel({
-    sender: client, pacer, offlinePush: config.offline_push, fromAccount: im.admin_identifier,
-    maxAccounts: push.batch_max_accounts, lingerMs: push.batch_linger, retryAmbiguous: push.retry_ambiguous,
-    sendTimeoutMs: push.request_timeout * 2, // a re-sign can make it two requests
-    metrics,
-    markSending: async (rows, ref) => {
-      // Every row of a call was claimed by this process, so they share one lock holder; a row that does not (or whose
-      // lock was taken over) is simply not marked, and goes back unsent.
-      const marked = new Set((await ledger.markSending(rows, rows[0]?.lockedBy ?? '', ref, Date.now())).map(formatKey));
-      return rows.filter((r) => marked.has(formatKey(r)));
-    },
-  });
+  const byApp = new Map<string, DeliveryChannel>();
+  for (const app of tencentApps(config).values()) {
+    const client = new TencentPushClient(
+      { baseUrl: app.baseUrl, sdkAppId: app.sdkAppId, adminIdentifier: app.adminIdentifier, requestTimeoutMs: push.request_timeout, idleSocketTimeoutMs: im.idle_socket_timeout, maxSockets: 16 },
+      new UserSigCache(app.sdkAppId, app.secretKey, app.adminIdentifier, im.usersig_ttl),
+      logger.child({ app: app.appCode }),
+    );
+    const pacer = new SendPacer(ctx.redis, config.redis.prefix, app.pushRateLimitPerSecond, () => metrics?.sendsRefused.inc({ channel: CHANNEL_TENCENT_PUSH, app: app.appCode }), `tencent-push:${app.appCode}`);
+    metrics?.sendRateLimit.set({ channel: CHANNEL_TENCENT_PUSH, app: app.appCode }, app.pushRateLimitPerSecond);
+    byApp.set(app.appCode, tencentPushChannel({
+      app: app.appCode, sender: client, pacer, offlinePush: config.offline_push, fromAccount: app.adminIdentifier,
+      maxAccounts: push.batch_max_accounts, lingerMs: push.batch_linger, retryAmbiguous: push.retry_ambiguous,
+      sendTimeoutMs: push.request_timeout * 2, // a re-sign can make it two requests
+      metrics,
+      markSending: async (rows, ref) => {
+        // Every row of a call was claimed by this process, so they share one lock holder; a row that does not (or whose
+        // lock was taken over) is simply not marked, and goes back unsent.
+        const marked = new Set((await ledger.markSending(rows, rows[0]?.lockedBy ?? '', ref, Date.now())).map(formatKey));
+        return rows.filter((r) => marked.has(formatKey(r)));
+      },
+    }));
+  }
+  return perAppChannel(CHANNEL_TENCENT_PUSH, byApp);
 }

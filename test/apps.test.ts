@@ -1,0 +1,85 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
+import { balanceChanged, insertWalletRows } from './helpers/outbox.ts';
+import { activityEvent } from './helpers/activity.ts';
+import { startPipeline } from './helpers/pipeline.ts';
+import type { NoticeProcess } from '../cli/run-roles.ts';
+import { configSchema } from '../src/config/schema.ts';
+import { runRequeue } from '../src/ops/requeue-run.ts';
+import { parseConfigText } from '../src/config/load.ts';
+
+/**
+ * Many apps on one deployment: each app_code goes out through its own Tencent app (SDKAppID, UserSig), and a fact of
+ * an app the deployment does not serve reaches no channel at all.
+ */
+let env: TestEnv | undefined;
+let proc: NoticeProcess | undefined;
+afterEach(async () => {
+  await proc?.stop();
+  await env?.close();
+  proc = env = undefined;
+});
+
+const HALA = { sdkAppId: 1400000002, secretKey: 'hala-secret-key-0000000000000001', adminIdentifier: 'hala_admin' };
+const ZOZO = { sdkAppId: 1400000003, secretKey: 'zozo-secret-key-0000000000000002', adminIdentifier: 'administrator' };
+const ledger = async () => (await env!.notice.query<any[]>('SELECT app_code, channel, status, last_error_code FROM notice_delivery_events ORDER BY app_code, channel, source_event_id'))[0];
+
+describe('apps', () => {
+  it('each app through its own Tencent app, once; an unknown app fails UNKNOWN_APP on every channel with nothing sent; a requeue after adding it sends once', async () => {
+    env = await createTestEnv({
+      tencent_im: { apps: { hala: { sdk_app_id: HALA.sdkAppId, secret_key: HALA.secretKey, admin_identifier: HALA.adminIdentifier } } },
+      activity_notice_worker: { enabled: true, poll_interval: '50ms', lock_ttl: '3s', gap_grace: '5s', max_retry_count: 3 },
+      tencent_push: { enabled: true, batch_linger: '10ms' },
+      inbox: { enabled: true },
+    }, { fakeImApps: [HALA, ZOZO] });
+    // The same event ids in three apps: an owner's key is (app_code, event_id), so these are nine different facts.
+    const wallet = (app: string) => [1, 2, 3].map((n) => ({ ...balanceChanged(n), app_code: app }));
+    await insertWalletRows(env.owner, env.config.wallet_database, [...wallet('lalu'), ...wallet('hala'), ...wallet('zozo')]);
+    const activity = (app: string) => [1, 2].map((n) => ({ ...activityEvent(n), app_code: app }));
+    for (const app of ['lalu', 'hala', 'zozo']) {
+      await env.owner.query(`INSERT INTO \`${env.config.activity_database}\`.activity_outbox (app_code, event_id, event_type, user_id, payload, created_at_ms) VALUES ?`, [activity(app).map((r) => [app, r.event_id, r.event_type, r.user_id, JSON.stringify(r.payload), r.created_at_ms])]);
+    }
+    proc = await startPipeline(env.config);
+    // wallet: C2C; activity: C2C + inbox + push → 3 + 2 × 3 = 9 rows per app.
+    const final = (rows: any[]) => rows.filter((r) => ['delivered', 'failed'].includes(r.status)).length;
+    await waitFor(ledger, (rows) => rows.length === 27 && final(rows) === 27, 30_000, 'every row final');
+    const rows = await ledger();
+    expect(rows.filter((r) => r.app_code !== 'zozo').every((r) => r.status === 'delivered')).toBe(true);
+    expect(rows.filter((r) => r.app_code === 'zozo').map((r) => `${r.channel}:${r.status}:${r.last_error_code}`).sort()).toEqual([
+      ...Array(2).fill('inbox:failed:UNKNOWN_APP'), ...Array(5).fill('tencent_im_c2c:failed:UNKNOWN_APP'), ...Array(2).fill('tencent_push:failed:UNKNOWN_APP'),
+    ].sort());
+    // Every C2C message and push went through the app its fact belongs to; zozo's Tencent app got nothing.
+    const appOf = (sdkAppId: number) => ({ 1400000001: 'lalu', [HALA.sdkAppId]: 'hala', [ZOZO.sdkAppId]: 'zozo' })[sdkAppId];
+    const messages = env.fakeIm.delivered();
+    expect(messages).toHaveLength(10);
+    for (const m of messages) expect(appOf(m.sdkAppId)).toBe(JSON.parse(m.data).app_code);
+    const pushedByApp: Record<string, number> = {};
+    for (const p of env.fakeIm.pushes()) pushedByApp[appOf(p.sdkAppId)!] = (pushedByApp[appOf(p.sdkAppId)!] ?? 0) + p.accounts.length;
+    expect(pushedByApp).toEqual({ lalu: 2, hala: 2 });
+    expect(messages.filter((m) => m.sdkAppId === ZOZO.sdkAppId)).toHaveLength(0);
+    const [inbox] = await env.notice.query<any[]>('SELECT app_code, COUNT(*) AS n FROM notice_inbox_items GROUP BY app_code ORDER BY app_code');
+    expect(inbox.map((r) => `${r.app_code}:${r.n}`)).toEqual(['hala:2', 'lalu:2']);
+    const metrics = await proc.metrics.render();
+    expect(metrics).toMatch(/notice_unknown_app_total\{channel="tencent_im_c2c"\} 5/);
+    expect(metrics).toMatch(/notice_send_rate_limit_per_second\{channel="tencent_im_c2c",app="hala"\} 0/);
+
+    // The operator adds zozo and requeues: each of its rows goes out once, through zozo's own account.
+    await proc.stop();
+    const withZozo = configSchema.parse({ ...env.config, tencent_im: { ...env.config.tencent_im, apps: { ...env.config.tencent_im.apps, zozo: { sdk_app_id: ZOZO.sdkAppId, secret_key: ZOZO.secretKey } } } });
+    proc = await startPipeline(withZozo, ['deliver']);
+    const run = await runRequeue({ pool: env.notice, queues: proc.queues, maxRetryFor: () => 3 }, { actor: 'test', via: 'cli' }, { filter: {}, detail: {} });
+    expect(run.requeued).toHaveLength(9);
+    await waitFor(ledger, (all) => all.every((r) => r.status === 'delivered'), 30_000, 'zozo delivered after the requeue');
+    expect(env.fakeIm.delivered().filter((m) => m.sdkAppId === ZOZO.sdkAppId).map((m) => JSON.parse(m.data).app_code)).toEqual(Array(5).fill('zozo'));
+    expect(env.fakeIm.delivered()).toHaveLength(15);
+  });
+
+  it('a config that names no app, or one twice, or one Tencent app for two app codes, is refused naming the key', () => {
+    const base = 'mysql: { url: "mysql://x/y" }\nredis: { url: "redis://x" }\n';
+    expect(() => parseConfigText(`${base}tencent_im: { enabled: false }\n`, 'c.yaml', {})).toThrow(/tencent_im\.app_code: required — say which app_code/);
+    expect(() => parseConfigText(`${base}tencent_im: { app_code: lalu, apps: { lalu: { sdk_app_id: 1, secret_key: s } } }\n`, 'c.yaml', {})).toThrow(/tencent_im\.apps\.lalu: also named by tencent_im\.app_code/);
+    expect(() => parseConfigText(`${base}tencent_im: { apps: { a: { sdk_app_id: 7, secret_key: s }, b: { sdk_app_id: 7, secret_key: t } } }\n`, 'c.yaml', {})).toThrow(/tencent_im\.apps\.b\.sdk_app_id: 7 is also a's/);
+    expect(() => parseConfigText(`${base}tencent_im: { apps: { a: { sdk_app_id: 7 } } }\n`, 'c.yaml', {})).toThrow(/tencent_im\.apps\.a\.secret_key/);
+    expect(parseConfigText(`${base}tencent_im: { enabled: true, apps: { a: { sdk_app_id: 7, secret_key: s, rate_limit_per_second: 50 } } }\n`, 'c.yaml', {}).tencent_im.apps.a!.rate_limit_per_second).toBe(50);
+  });
+});
