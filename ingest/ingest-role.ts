@@ -6,6 +6,7 @@ import { GapWatchStore } from '../src/outbox/gap-watch-store.ts';
 import { CursorStore } from '../src/outbox/cursor-store.ts';
 import { OutboxPoller } from '../src/outbox/poller.ts';
 import { OutboxReader } from '../src/outbox/reader.ts';
+import { createMysqlPool } from '../src/platform/mysql.ts';
 import { FactRecorder } from '../src/intake/fact-recorder.ts';
 import { RejectStore } from '../src/intake/reject-store.ts';
 import { MqConsumerLoop } from '../src/rocketmq/consumer-loop.ts';
@@ -23,6 +24,7 @@ export class IngestRole implements Role {
   readonly pollers: OutboxPoller[];
   readonly consumers: MqConsumerLoop[];
   private running = false;
+  private readonly ownerPools = new Map<string, Pool>();
 
   constructor(config: NoticeConfig, pool: Pool, queues: DeliverQueues, logger: Logger, metrics?: NoticeMetrics) {
     if (!ingestEnabled(config)) {
@@ -36,10 +38,25 @@ export class IngestRole implements Role {
     const recorderFor = (maxRetryCount: number) =>
       new FactRecorder(ledger, (items) => enqueueDeliveries(queues, items.map((i) => ({ ...i, maxRetryCount }))), routes, logger, metrics);
 
+    // An owner outbox on another server is read through a pool of its own (its read-only user); cursors, gaps and
+    // the ledger stay in notice-service's database.
+    const poolFor = (url: string) => {
+      if (url === config.mysql.url) return pool;
+      let own = this.ownerPools.get(url);
+      if (!own) this.ownerPools.set(url, (own = createMysqlPool(url, 2)));
+      return own;
+    };
     // Each poller's backpressure counts only its own kinds' queues: a wallet backlog must not hold back kicks.
     this.pollers = outboxNoticeModules(config)
       .filter((m) => m.worker.enabled)
-      .map((m) => new OutboxPoller({ source: m.source, config: m.worker, reader: new OutboxReader(pool, m.source), cursors, gapWatch, recorder: recorderFor(m.worker.max_retry_count), owner, logger, metrics, queueDepth: () => queues.queuedJobs(m.noticeKinds) }));
+      .flatMap((m) => m.shards.map((shard) => {
+        const source = { ...m.source, database: shard.database };
+        return new OutboxPoller({
+          source, name: shard.name === null ? m.source.sourceName : `${m.source.sourceName}:${shard.name}`, config: m.worker,
+          reader: new OutboxReader(poolFor(shard.mysqlUrl), source), cursors, gapWatch, recorder: recorderFor(m.worker.max_retry_count), owner,
+          logger: shard.name === null ? logger : logger.child({ shard: shard.name }), metrics, queueDepth: () => queues.queuedJobs(m.noticeKinds),
+        });
+      }));
 
     const mq = config.rocketmq;
     const rejects = new RejectStore(pool);
@@ -79,6 +96,7 @@ export class IngestRole implements Role {
   async stop(): Promise<void> {
     this.running = false;
     await Promise.all([...this.pollers.map((p) => p.stop()), ...this.consumers.map((c) => c.stop())]);
+    await Promise.allSettled([...this.ownerPools.values()].map((p) => p.end()));
   }
 
   health(): Record<string, string> {

@@ -8,6 +8,22 @@ const kindList = z.array(z.union([noticeKind, z.literal('*')]));
 const DEFAULT_INBOX_KINDS = ['activity_notice', 'vip_notice', 'room_notice'] as const;
 
 
+const ownerUrl = z.string().regex(/^mysql:\/\//, 'must be a mysql:// URL (a user that may only SELECT the outbox)');
+/** One shard of an owner outbox: where it is. `name` keys its cursor (`<source>:<name>`), metrics and readiness. */
+const ownerShard = z.strictObject({
+  name: z.string().regex(/^[a-z0-9_]{1,24}$/, 'a short name such as "s1" (letters, digits, _)'),
+  mysql_url: ownerUrl.optional(),
+  database: mysqlIdentifier,
+});
+const ownerShards = z.array(ownerShard).max(64).default(() => []).superRefine((shards, ctx) => {
+  const seen = new Set<string>();
+  shards.forEach((s, i) => {
+    if (seen.has(s.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `shard name "${s.name}" is used twice` });
+    seen.add(s.name);
+  });
+});
+export type OwnerShardConfig = z.infer<typeof ownerShard>;
+
 /** One outbox poller (wallet_notice_worker, room_notice_worker): the seed's keys plus gap handling. */
 const outboxWorker = z.strictObject({
   enabled: z.boolean().default(false),
@@ -273,6 +289,14 @@ export const configSchema = z.strictObject({
   wallet_database: mysqlIdentifier.default('hyapp_wallet'),
   room_database: mysqlIdentifier.default('hyapp_room'),
   activity_database: mysqlIdentifier.default('hyapp_activity'),
+  /** The owner's own server for its outbox (a read-only user); default: mysql.url's server. */
+  wallet_mysql_url: ownerUrl.optional(),
+  room_mysql_url: ownerUrl.optional(),
+  activity_mysql_url: ownerUrl.optional(),
+  /** An outbox split over several servers or databases: each shard its own cursor and gap tracker, one source name. */
+  wallet_shards: ownerShards,
+  room_shards: ownerShards,
+  activity_shards: ownerShards,
   redis: z.strictObject({
     url: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL'),
     // A hash tag keeps every key of a queue in one Redis Cluster slot.

@@ -1,4 +1,4 @@
-import type { NoticeConfig, OutboxWorkerConfig } from '../config/schema.ts';
+import type { NoticeConfig, OutboxWorkerConfig, OwnerShardConfig } from '../config/schema.ts';
 import type { OutboxSource } from '../outbox/source.ts';
 import { walletOutboxSource } from './wallet/source.ts';
 import { roomOutboxSource } from './room/source.ts';
@@ -19,13 +19,27 @@ export interface OutboxNoticeModule {
   workerKey: string;
   /** The notice kinds its facts become: its poller's backpressure counts only those kinds' queues. */
   noticeKinds: readonly string[];
+  /** Where its outbox is: one place, or each shard (one poller, cursor and gap tracker each). */
+  shards: readonly OwnerShard[];
+}
+
+/** One place an outbox is read from. `name` is null for an unsharded source (its cursor keeps the source name). */
+export interface OwnerShard {
+  name: string | null;
+  mysqlUrl: string;
+  database: string;
 }
 
 export function outboxNoticeModules(config: NoticeConfig): OutboxNoticeModule[] {
+  const language = config.offline_push.language_field;
+  const shardsOf = (database: string, url: string | undefined, shards: readonly OwnerShardConfig[]): OwnerShard[] =>
+    shards.length > 0
+      ? shards.map((s) => ({ name: s.name, mysqlUrl: s.mysql_url ?? url ?? config.mysql.url, database: s.database }))
+      : [{ name: null, mysqlUrl: url ?? config.mysql.url, database }];
   return [
-    { source: walletOutboxSource(config.wallet_database, config.offline_push.language_field), worker: config.wallet_notice_worker, workerKey: 'wallet_notice_worker', noticeKinds: [WALLET_NOTICE, VIP_NOTICE] },
-    { source: roomOutboxSource(config.room_database, config.offline_push.language_field), worker: config.room_notice_worker, workerKey: 'room_notice_worker', noticeKinds: [ROOM_NOTICE] },
-    { source: activityOutboxSource(config.activity_database, config.offline_push.language_field), worker: config.activity_notice_worker, workerKey: 'activity_notice_worker', noticeKinds: [ACTIVITY_NOTICE] },
+    { source: walletOutboxSource(config.wallet_database, language), worker: config.wallet_notice_worker, workerKey: 'wallet_notice_worker', noticeKinds: [WALLET_NOTICE, VIP_NOTICE], shards: shardsOf(config.wallet_database, config.wallet_mysql_url, config.wallet_shards) },
+    { source: roomOutboxSource(config.room_database, language), worker: config.room_notice_worker, workerKey: 'room_notice_worker', noticeKinds: [ROOM_NOTICE], shards: shardsOf(config.room_database, config.room_mysql_url, config.room_shards) },
+    { source: activityOutboxSource(config.activity_database, language), worker: config.activity_notice_worker, workerKey: 'activity_notice_worker', noticeKinds: [ACTIVITY_NOTICE], shards: shardsOf(config.activity_database, config.activity_mysql_url, config.activity_shards) },
   ];
 }
 

@@ -37,6 +37,11 @@ export interface PollResult {
 
 export interface OutboxPollerDeps {
   source: OutboxSource;
+  /**
+   * This reader's own name for its cursor, gap watch, metrics and readiness: the source name for a source on one
+   * server, `<source>:<shard>` for each shard of a sharded one. Ledger keys always carry the source name.
+   */
+  name?: string;
   config: OutboxWorkerConfig;
   reader: OutboxReader;
   cursors: CursorStore;
@@ -72,13 +77,15 @@ export class OutboxPoller {
   /** When a poll last ended without error (caught up, read rows, or held back by backpressure). */
   private lastProgressMs: number;
   private lastError: { message: string; safe: boolean } | null = null;
+  private readonly name: string;
 
   constructor(private readonly deps: OutboxPollerDeps) {
     this.now = deps.now ?? Date.now;
-    this.log = deps.logger.child({ source: deps.source.sourceName });
+    this.name = deps.name ?? deps.source.sourceName;
+    this.log = deps.logger.child({ source: deps.name ?? deps.source.sourceName });
     this.lastProgressMs = this.now();
     this.watch = new LateCommitWatch({
-      sourceName: deps.source.sourceName, store: deps.gapWatch, reader: deps.reader, gapGraceMs: deps.config.gap_grace,
+      sourceName: deps.name ?? deps.source.sourceName, store: deps.gapWatch, reader: deps.reader, gapGraceMs: deps.config.gap_grace,
       horizonMs: deps.config.late_commit_horizon, logger: this.log, metrics: deps.metrics,
     });
     deps.metrics?.onScrape(() => this.collectLag());
@@ -87,7 +94,7 @@ export class OutboxPoller {
   /** Scrape-time gauges: one primary-key read of the outbox, never on the polling path. */
   private async collectLag(): Promise<void> {
     const metrics = this.deps.metrics!;
-    const source = this.deps.source.sourceName;
+    const source = this.name;
     const state = this.state;
     if (state) metrics.openGaps.set({ source }, countGapIds(state.gaps));
     if (state) metrics.watchedGapIds.set({ source }, await this.deps.gapWatch.watchedIds(source));
@@ -105,7 +112,7 @@ export class OutboxPoller {
   }
 
   get sourceName(): string {
-    return this.deps.source.sourceName;
+    return this.name;
   }
 
   /** 'ok', or why this source has not advanced for longer than stall_threshold (for readiness). */
@@ -135,7 +142,7 @@ export class OutboxPoller {
     this.pause.wake();
     await this.loop;
     if (this.state) {
-      await this.deps.cursors.release(this.deps.source.sourceName, this.deps.owner).catch(() => undefined);
+      await this.deps.cursors.release(this.name, this.deps.owner).catch(() => undefined);
     }
   }
 
@@ -188,7 +195,7 @@ export class OutboxPoller {
     const changed = next.highWaterId !== state.highWaterId || JSON.stringify(next.gaps) !== JSON.stringify(state.gaps);
     if (changed) {
       const nowMs = this.now();
-      if (await cursors.save(source.sourceName, this.deps.owner, next, nowMs, config.lock_ttl, { store: this.deps.gapWatch, chunks })) {
+      if (await cursors.save(this.name, this.deps.owner, next, nowMs, config.lock_ttl, { store: this.deps.gapWatch, chunks })) {
         this.state = next;
         this.leaseUntilMs = nowMs + config.lock_ttl;
         this.watch.watched(chunks, nowMs);
@@ -236,7 +243,7 @@ export class OutboxPoller {
     const full = depth >= config.max_queued_jobs;
     if (full !== this.holdingBack) {
       this.holdingBack = full;
-      metrics?.backpressured.set({ source: source.sourceName }, full ? 1 : 0);
+      metrics?.backpressured.set({ source: this.name }, full ? 1 : 0);
       if (full) this.log.info({ queued_jobs: depth, max_queued_jobs: config.max_queued_jobs }, 'deliver queue is full; reading no new outbox rows until it drains');
       else this.log.info({ queued_jobs: depth }, 'deliver queue has room again; reading the outbox');
     }
@@ -249,13 +256,13 @@ export class OutboxPoller {
     const { source, config, cursors } = this.deps;
     if (this.state && this.leaseUntilMs - nowMs > config.lock_ttl / 2) return true;
     const startAt = async () => (config.start_from === 'latest' ? ((await this.deps.reader.newest())?.id ?? 0) : 0);
-    const acquired = await cursors.acquire(source.sourceName, this.deps.owner, nowMs, config.lock_ttl, startAt);
+    const acquired = await cursors.acquire(this.name, this.deps.owner, nowMs, config.lock_ttl, startAt);
     if (!acquired) {
       this.state = null;
       return false;
     }
     if (!this.state) {
-      this.state = await cursors.load(source.sourceName);
+      this.state = await cursors.load(this.name);
       this.watch.forget();
       this.log.info({ high_water_id: this.state.highWaterId, open_gap_ids: countGapIds(this.state.gaps) }, 'ingest lease acquired');
     }
