@@ -63,6 +63,14 @@ export function renderMarkdown(r: Record<string, any>): string {
     f.runs.forEach((x: any, i: number) => out.push(`| ${i + 1} | ${x.quiet.p50_ms} | ${x.quiet.p99_ms} | ${x.flood.p50_ms} | ${x.flood.p99_ms} | ${x.p99_ratio} |`));
     out.push('', `Median p99 ratio ${f.p99_ratio} (target ≤ 1.2); API answers in run 1: ${Object.entries(f.api_calls).map(([k, v]) => `${k} ${v}`).join(', ')}.`, '');
   }
+  if (r.apps) {
+    const a = r.apps;
+    out.push(`**Apps side by side** (app A in a storm: a ${a.a_backlog}-row wallet backlog at its 200/s quota; app B beside it: a kick every 250 ms and 50 balances/s for ${a.seconds} s; fake-im enforces 200/s per app; commit → fake-im, ms)`, '', '| run | A sent/s (share of quota) | A over-frequency | B kicks p50 / p99 | B balances p50 / p99 |', '|---|---|---|---|---|');
+    a.runs.forEach((x: any, i: number) => out.push(`| ${i + 1} | ${x.a_sent_per_second} (${x.a_quota_share}) | ${(x.a_over_frequency_share * 100).toFixed(3)} % | ${x.b_kicks.p50_ms} / ${x.b_kicks.p99_ms} | ${x.b_balances.p50_ms} / ${x.b_balances.p99_ms} |`));
+    out.push('', '| apps | events | events/s (limit off) | deliver CPU ms/event | ingest CPU ms/event |', '|---|---|---|---|---|');
+    for (const c of a.capacity ?? []) out.push(`| ${c.apps} | ${c.events} | ${c.events_per_second} | ${c.deliver_cpu_ms_per_event} | ${c.ingest_cpu_ms_per_event} |`);
+    out.push('');
+  }
   if (r.footprint) out.push(`**Footprint**: Redis ${r.footprint.redis_bytes_per_waiting_job} bytes per waiting job; ingest peak RSS ${r.footprint.ingest_peak_rss_mb} MB.`, '');
   out.push(...targets(r));
   return out.join('\n');

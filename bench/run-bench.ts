@@ -1,13 +1,14 @@
 /**
  * `npm run bench`: real notice-service processes against the local MariaDB, a private redis-server and fake-im
  * (answering after 20 ms, like a regional API). Prints a markdown table and writes bench/report.{md,json}.
- * BENCH_SMOKE=1 runs every phase tiny (seconds) to keep the bench working in CI; BENCH_ONLY=a,b picks phases (capacity, baseline, latency, latency_limited, ratelimit, overload, recovery, growth, inbox, push_batch, api_flood, sparse, footprint);
+ * BENCH_SMOKE=1 runs every phase tiny (seconds) to keep the bench working in CI; BENCH_ONLY=a,b picks phases (capacity, baseline, latency, latency_limited, ratelimit, overload, recovery, growth, inbox, push_batch, api_flood, apps, sparse, footprint);
  * BENCH_RUNS sets the repetitions whose median is reported.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { runInboxBench } from './inbox.ts';
 import { runPushBatch } from './push-batch.ts';
 import { runApiFlood } from './api-flood.ts';
+import { runAppsCapacity, runAppsIsolation } from './apps.ts';
 import { renderMarkdown } from './render.ts';
 import { join } from 'node:path';
 import { createWorld, PIPELINE, processUsage, type Counters, type World } from './world.ts';
@@ -382,6 +383,20 @@ if (want('api_flood')) {
   const runs = [];
   for (let i = 0; i < RUNS; i++) runs.push(await runApiFlood(SMOKE ? 20 : 100, SMOKE ? 3 : 20, SMOKE ? 200 : 4000, IM_LATENCY_MS, log));
   report.api_flood = { ...runs[0]!, p99_ratio: medianOf(runs, (r) => r.p99_ratio), runs: runs.map((r) => ({ quiet: r.quiet, flood: r.flood, p99_ratio: r.p99_ratio })) };
+}
+
+if (want('apps')) {
+  const runs = [];
+  for (let i = 0; i < RUNS; i++) {
+    log(`apps: app A in a storm at its 200/s quota, app B's kicks and balances beside it, run ${i + 1}/${RUNS}`);
+    runs.push(await runAppsIsolation(SMOKE ? 4 : 30, IM_LATENCY_MS));
+  }
+  const capacity = [];
+  for (const apps of [1, 3, 10]) {
+    log(`apps: capacity with the backlog over ${apps} app(s)`);
+    capacity.push(await runAppsCapacity(apps, SMOKE ? 600 : 6000, IM_LATENCY_MS));
+  }
+  report.apps = { ...runs[0]!, runs, capacity };
 }
 
 if (want('sparse')) {

@@ -1,3 +1,4 @@
+import type { FakeImApp } from '../src/fake-im/server.ts';
 import { createTestEnv, type TestEnv } from '../test/helpers/env.ts';
 import { PrivateRedis } from '../test/helpers/redis-server.ts';
 import { spawnNotice, waitForOutput, type Spawned } from '../test/helpers/spawn.ts';
@@ -37,10 +38,10 @@ export interface Counters {
   redisUsedMemory: number;
 }
 
-export async function createWorld(config: Record<string, unknown>): Promise<World> {
+export async function createWorld(config: Record<string, unknown>, options: { fakeImApps?: FakeImApp[] } = {}): Promise<World> {
   const redis = new PrivateRedis(['--maxmemory-policy', 'noeviction']);
   const url = await redis.start();
-  const env = await createTestEnv({ log: { level: 'info' }, ...config, redis: { url, ...((config.redis as object) ?? {}) } });
+  const env = await createTestEnv({ log: { level: 'info' }, ...config, redis: { url, ...((config.redis as object) ?? {}) } }, { fakeImApps: options.fakeImApps });
   const procs: World['procs'] = [];
   const mariadbPid = pidOf('mariadbd') ?? pidOf('mysqld');
   const { Redis } = await import('ioredis');

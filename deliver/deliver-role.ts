@@ -98,8 +98,10 @@ export class DeliverRole implements Role {
     // fetches. Each queue has its own lanes, so a kind's jobs are claimed while another kind's backlog waits; the
     // C2C pacer then hands out the quota by priority among everything claimed.
     this.workers = this.modules.flatMap((module) => {
-      const laneSizes = fetchLanes(module.concurrency(this.config));
-      return this.queues.ofChannel(module.name).flatMap((queue) => laneSizes.map((concurrency) => new Worker<DeliverJobData>(queue.name, processor, {
+      // Each app group (tencent_im.apps) has its own queues; the lanes are shared out so the Redis connections stay bounded.
+      const groups = this.queues.groupsOfChannel(module.name);
+      const laneSizes = fetchLanes(module.concurrency(this.config), Math.max(1, Math.floor(MAX_FETCH_LANES / groups.length)));
+      return groups.flat().flatMap((queue) => laneSizes.map((concurrency) => new Worker<DeliverJobData>(queue.name, processor, {
         connection: this.connection,
         prefix: this.config.redis.prefix,
         concurrency,
@@ -172,8 +174,8 @@ export const FETCH_LANE_SIZE = 8;
 export const MAX_FETCH_LANES = 8;
 
 /** The concurrency split into at most MAX_FETCH_LANES lanes of about FETCH_LANE_SIZE, as even as possible. */
-export function fetchLanes(concurrency: number): number[] {
-  const lanes = Math.min(MAX_FETCH_LANES, Math.ceil(concurrency / FETCH_LANE_SIZE));
+export function fetchLanes(concurrency: number, maxLanes = MAX_FETCH_LANES): number[] {
+  const lanes = Math.min(maxLanes, Math.ceil(concurrency / FETCH_LANE_SIZE));
   return Array.from({ length: lanes }, (_, i) => Math.floor(concurrency / lanes) + (i < concurrency % lanes ? 1 : 0));
 }
 

@@ -12,25 +12,30 @@ import type { LedgerKey } from '../src/ledger/types.ts';
  */
 export const DELIVER_QUEUE_NAME = 'deliver-tencent-im-c2c';
 
-/** `deliver-<channel>` (underscores as dashes), `-<kind>` for a kind with a queue of its own. */
-export function deliverQueueName(channel: string, kind: string | null): string {
+/**
+ * `deliver-<channel>` (underscores as dashes), `-<kind>` for a kind with a queue of its own, `.<app>` for an app of
+ * `tencent_im.apps` (each app's queues of its own, so one app's backlog is never fetched ahead of another's notices).
+ */
+export function deliverQueueName(channel: string, kind: string | null, app: string | null = null): string {
   const base = `deliver-${channel.replace(/_/g, '-')}`;
-  return kind === null ? base : `${base}-${kind}`;
+  return `${kind === null ? base : `${base}-${kind}`}${app === null ? '' : `.${app}`}`;
 }
 
-/** The queues one channel has: the kinds with their own queue. */
+/** The queues one channel has: the kinds with their own queue, for the default app group and each listed app. */
 export interface ChannelQueueSpec {
   channel: string;
   ownQueueKinds: readonly string[];
+  /** Apps with queues of their own (tencent_im.apps); every other app_code uses the unsuffixed queues. */
+  apps?: readonly string[];
 }
 
 class ChannelQueues {
   readonly byKind = new Map<string, Queue<DeliverJobData>>();
   readonly shared: Queue<DeliverJobData>;
 
-  constructor(connection: Redis, prefix: string, spec: ChannelQueueSpec) {
-    for (const kind of spec.ownQueueKinds) this.byKind.set(kind, new Queue<DeliverJobData>(deliverQueueName(spec.channel, kind), { connection, prefix }));
-    this.shared = new Queue<DeliverJobData>(deliverQueueName(spec.channel, null), { connection, prefix });
+  constructor(connection: Redis, prefix: string, spec: ChannelQueueSpec, app: string | null) {
+    for (const kind of spec.ownQueueKinds) this.byKind.set(kind, new Queue<DeliverJobData>(deliverQueueName(spec.channel, kind, app), { connection, prefix }));
+    this.shared = new Queue<DeliverJobData>(deliverQueueName(spec.channel, null, app), { connection, prefix });
   }
 
   get all(): Array<Queue<DeliverJobData>> {
@@ -38,23 +43,43 @@ class ChannelQueues {
   }
 }
 
-/** Where a delivery's job lives: its channel and its notice kind. */
+/** One channel's queue groups: the default one (unsuffixed names) and one per app with queues of its own. */
+class ChannelGroups {
+  readonly fallback: ChannelQueues;
+  readonly byApp = new Map<string, ChannelQueues>();
+
+  constructor(connection: Redis, prefix: string, spec: ChannelQueueSpec) {
+    this.fallback = new ChannelQueues(connection, prefix, spec, null);
+    for (const app of spec.apps ?? []) this.byApp.set(app, new ChannelQueues(connection, prefix, spec, app));
+  }
+
+  get groups(): ChannelQueues[] {
+    return [this.fallback, ...this.byApp.values()];
+  }
+
+  of(app: string | undefined): ChannelQueues {
+    return (app === undefined ? undefined : this.byApp.get(app)) ?? this.fallback;
+  }
+}
+
+/** Where a delivery's job lives: its channel, its notice kind and its app. */
 export interface QueueRoute {
   channel: string;
   noticeKind: string;
+  appCode?: string;
 }
 
 /** The deliver queues of one config, for every routed channel. */
 export class DeliverQueues {
-  private readonly channels = new Map<string, ChannelQueues>();
+  private readonly channels = new Map<string, ChannelGroups>();
 
   constructor(connection: Redis, prefix: string, specs: readonly ChannelQueueSpec[]) {
-    for (const spec of specs) this.channels.set(spec.channel, new ChannelQueues(connection, prefix, spec));
+    for (const spec of specs) this.channels.set(spec.channel, new ChannelGroups(connection, prefix, spec));
   }
 
-  /** Every queue: per channel, the kinds' first and the shared one last. */
+  /** Every queue: per channel and app group, the kinds' first and the shared one last. */
   get all(): Array<Queue<DeliverJobData>> {
-    return [...this.channels.values()].flatMap((c) => c.all);
+    return [...this.channels.values()].flatMap((c) => c.groups.flatMap((g) => g.all));
   }
 
   /** The channels these queues serve, in registry order. */
@@ -62,26 +87,34 @@ export class DeliverQueues {
     return [...this.channels.keys()];
   }
 
-  /** A channel's queues. */
+  /** A channel's queues, every app group. */
   ofChannel(channel: string): Array<Queue<DeliverJobData>> {
-    return this.channels.get(channel)?.all ?? [];
+    return this.channels.get(channel)?.groups.flatMap((g) => g.all) ?? [];
+  }
+
+  /** A channel's queues by app group (the default group first): each group gets fetch lanes of its own. */
+  groupsOfChannel(channel: string): Array<Array<Queue<DeliverJobData>>> {
+    return this.channels.get(channel)?.groups.map((g) => g.all) ?? [];
   }
 
   /** The queue of a delivery; throws for a channel with no queues here (a config that does not route to it). */
   queueFor(route: QueueRoute): Queue<DeliverJobData> {
-    const queues = this.channels.get(route.channel);
-    if (!queues) throw new Error(`no deliver queue for channel "${route.channel}": this config routes no notice kind to it`);
+    const groups = this.channels.get(route.channel);
+    if (!groups) throw new Error(`no deliver queue for channel "${route.channel}": this config routes no notice kind to it`);
+    const queues = groups.of(route.appCode);
     return queues.byKind.get(route.noticeKind) ?? queues.shared;
   }
 
-  /** Jobs not yet taken by a worker in the queues these kinds go to, over every channel (all queues without `kinds`). */
+  /** Jobs not yet taken by a worker in the queues these kinds go to, over every channel and app (all queues without `kinds`). */
   async queuedJobs(kinds?: readonly string[]): Promise<number> {
-    const queues = kinds ? [...new Set([...this.channels.keys()].flatMap((channel) => kinds.map((noticeKind) => this.queueFor({ channel, noticeKind }))))] : this.all;
+    const queues = kinds
+      ? [...new Set([...this.channels.values()].flatMap((c) => c.groups.flatMap((g) => kinds.map((kind) => g.byKind.get(kind) ?? g.shared))))]
+      : this.all;
     const counts = await Promise.all(queues.map((q) => queuedJobs(q)));
     return counts.reduce((a, b) => a + b, 0);
   }
 
-  /** The job of a ledger row, wherever its channel and kind put it (undefined for a channel without queues here). */
+  /** The job of a ledger row, wherever its channel, kind and app put it (undefined for a channel without queues here). */
   async getJob(key: LedgerKey & { noticeKind: string }) {
     if (!this.channels.has(key.channel)) return undefined;
     return this.queueFor(key).getJob(deliverJobId(key));
@@ -148,7 +181,7 @@ export interface EnqueueItem {
 export async function enqueueDeliveries(queues: DeliverQueues, items: readonly EnqueueItem[]): Promise<void> {
   const byQueue = new Map<Queue<DeliverJobData>, EnqueueItem[]>();
   for (const item of items) {
-    const queue = queues.queueFor({ channel: item.key.channel, noticeKind: item.noticeKind });
+    const queue = queues.queueFor({ channel: item.key.channel, noticeKind: item.noticeKind, appCode: item.key.appCode });
     const list = byQueue.get(queue);
     if (list) list.push(item);
     else byQueue.set(queue, [item]);

@@ -90,6 +90,8 @@ export function channelKinds(config: NoticeConfig): Map<string, readonly string[
 }
 
 /** The queues of every registered channel (a channel no kind routes to still has its queue, so its rows can drain). */
-export function channelQueueSpecs(config: NoticeConfig): Array<{ channel: string; ownQueueKinds: readonly string[] }> {
-  return CHANNEL_MODULES.map((m) => ({ channel: m.name, ownQueueKinds: m.ownQueueKinds(config) }));
+export function channelQueueSpecs(config: NoticeConfig): Array<{ channel: string; ownQueueKinds: readonly string[]; apps: readonly string[] }> {
+  // Each app of tencent_im.apps has queues of its own, so its backlog never stands before another app's notices.
+  const apps = Object.keys(config.tencent_im.apps);
+  return CHANNEL_MODULES.map((m) => ({ channel: m.name, ownQueueKinds: m.ownQueueKinds(config), apps }));
 }

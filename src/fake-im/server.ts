@@ -95,7 +95,9 @@ export class FakeImServer {
   private readonly now: () => number;
   private received: ReceivedMessage[] = [];
   private dedup = new Map<string, { msgKey: string; atMs: number }>();
-  private sendTimes: number[] = [];
+  /** Per SDKAppID: a Tencent quota is each app's own. */
+  private sendTimes = new Map<number, number[]>();
+  private appStats = new Map<number, { requests: number; rate_limited: number }>();
   private stats = { requests: 0, by_code: {} as Record<string, number>, max_per_second: 0, http_errors: 0, dropped: 0 };
   private windowCounts = new Map<number, number>();
   private seq = 0;
@@ -156,7 +158,8 @@ export class FakeImServer {
     this.pushStats = { requests: 0, by_code: {}, dropped: 0, http_errors: 0 };
     this.received = [];
     this.dedup.clear();
-    this.sendTimes = [];
+    this.sendTimes.clear();
+    this.appStats.clear();
     this.windowCounts.clear();
     this.stats = { requests: 0, by_code: {}, max_per_second: 0, http_errors: 0, dropped: 0 };
   }
@@ -171,7 +174,7 @@ export class FakeImServer {
   }
 
   getStats() {
-    return { ...this.stats, received: this.received.length, delivered: this.delivered().length, duplicates: this.received.length - this.delivered().length };
+    return { ...this.stats, by_app: Object.fromEntries(this.appStats), received: this.received.length, delivered: this.delivered().length, duplicates: this.received.length - this.delivered().length };
   }
 
   private async route(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -249,31 +252,32 @@ export class FakeImServer {
   }
 
   /** The query-string checks every REST call gets: content type, app, admin identifier and its UserSig; the app on success. */
-  private checkAdmin(url: URL): { code: number; info: string } | FakeImApp {
+  private checkAdmin(url: URL): { denied: { code: number; info: string } } | { app: FakeImApp } {
     const q = url.searchParams;
-    if (q.get('contenttype') !== 'json') return { code: 60025, info: 'contenttype must be json' };
+    if (q.get('contenttype') !== 'json') return { denied: { code: 60025, info: 'contenttype must be json' } };
     const app = [this.options, ...(this.options.apps ?? [])].find((a) => q.get('sdkappid') === String(a.sdkAppId));
-    if (!app) return { code: 70014, info: 'sdkappid does not match' };
+    if (!app) return { denied: { code: 70014, info: 'sdkappid does not match' } };
     const random = Number(q.get('random'));
-    if (!Number.isInteger(random) || random < 0 || random > 4294967295) return { code: 60025, info: 'random must be a uint32' };
-    if (q.get('identifier') !== app.adminIdentifier) return { code: 60010, info: 'identifier is not an App admin' };
+    if (!Number.isInteger(random) || random < 0 || random > 4294967295) return { denied: { code: 60025, info: 'random must be a uint32' } };
+    if (q.get('identifier') !== app.adminIdentifier) return { denied: { code: 60010, info: 'identifier is not an App admin' } };
     const sig = q.get('usersig') ?? '';
     const cacheKey = `${app.sdkAppId}|${sig}`;
     const verifiedUntil = this.verifiedSigs.get(cacheKey);
     if (verifiedUntil === undefined || verifiedUntil < this.now()) {
       const sigCheck = verifyUserSig(sig, { sdkAppId: app.sdkAppId, identifier: app.adminIdentifier, secretKey: app.secretKey, nowMs: this.now() });
-      if (!sigCheck.ok) return { code: sigCheck.code, info: sigCheck.info };
+      if (!sigCheck.ok) return { denied: { code: sigCheck.code, info: sigCheck.info } };
       // A sig that verified stays good until it expires; re-checking it per request only costs CPU.
       if (this.verifiedSigs.size > 100) this.verifiedSigs.clear();
       this.verifiedSigs.set(cacheKey, sigCheck.expiresAtMs);
     }
-    return app;
+    return { app };
   }
 
   private answerPush(url: URL, body: string): Record<string, unknown> {
     const fail = (code: number, info: string) => ({ ActionStatus: 'FAIL', ErrorCode: code, ErrorInfo: info, TaskId: '' });
-    const app = this.checkAdmin(url);
-    if ('code' in app) return fail(app.code, app.info);
+    const checked = this.checkAdmin(url);
+    if ('denied' in checked) return fail(checked.denied.code, checked.denied.info);
+    const app = checked.app;
     let msg: Record<string, unknown>;
     try {
       msg = JSON.parse(body) as Record<string, unknown>;
@@ -334,8 +338,9 @@ export class FakeImServer {
 
   private answerSendmsg(url: URL, body: string): Record<string, unknown> {
     const fail = (code: number, info: string) => ({ ActionStatus: 'FAIL', ErrorCode: code, ErrorInfo: info });
-    const app = this.checkAdmin(url);
-    if ('code' in app) return fail(app.code, app.info);
+    const checked = this.checkAdmin(url);
+    if ('denied' in checked) return fail(checked.denied.code, checked.denied.info);
+    const app = checked.app;
 
     let msg: Record<string, unknown>;
     try {
@@ -368,15 +373,22 @@ export class FakeImServer {
     const injected = this.takeInjectedError(msg.To_Account);
     if (injected) return fail(injected.code, echoUrl(injected.info ?? `injected error ${injected.code}`, url));
     if (Math.random() < this.faults.transient_error_rate) return fail(70500, 'internal server error (injected)');
+    const appStats = this.appStats.get(app.sdkAppId) ?? { requests: 0, rate_limited: 0 };
+    this.appStats.set(app.sdkAppId, appStats);
+    appStats.requests++;
     if (this.faults.rate_limit_per_second > 0) {
-      this.sendTimes = this.sendTimes.filter((t) => t > nowMs - 1000);
-      const over = this.sendTimes.length >= this.faults.rate_limit_per_second;
-      if (!over || this.faults.rate_limit_counts_rejected) this.sendTimes.push(nowMs);
-      if (over) return fail(60007, 'REST API call frequency exceeds limit');
+      const times = (this.sendTimes.get(app.sdkAppId) ?? []).filter((t) => t > nowMs - 1000);
+      this.sendTimes.set(app.sdkAppId, times);
+      const over = times.length >= this.faults.rate_limit_per_second;
+      if (!over || this.faults.rate_limit_counts_rejected) times.push(nowMs);
+      if (over) {
+        appStats.rate_limited++;
+        return fail(60007, 'REST API call frequency exceeds limit');
+      }
     }
     if (this.faults.not_imported.includes(msg.To_Account)) return fail(90012, 'To_Account does not exist or is not imported');
 
-    const second = Math.floor(nowMs / 1000);
+    const second = Math.floor(nowMs / 1000) * 10_000 + (app.sdkAppId % 10_000);
     const inWindow = (this.windowCounts.get(second) ?? 0) + 1;
     this.windowCounts.set(second, inWindow);
     this.stats.max_per_second = Math.max(this.stats.max_per_second, inWindow);

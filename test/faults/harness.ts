@@ -113,6 +113,11 @@ export interface ScenarioResult {
   secret_leaks: string[];
 }
 
+/** Two apps in every scenario: the wallet stream alternates lalu (the test env's app) and hala, each its own Tencent app. */
+const HALA = { sdkAppId: 1400000002, secretKey: 'hala-fault-secret-0000000000000001', adminIdentifier: 'administrator' };
+const APP_OF_SDK: Record<number, string> = { 1400000001: 'lalu', [HALA.sdkAppId]: 'hala' };
+const twoAppRow = (n: number): WalletRow => ({ ...balanceChanged(n), app_code: n % 2 === 1 ? 'hala' : 'lalu' });
+
 const SIDE_SOURCE = { enabled: true, poll_interval: '100ms', batch_size: 100, lock_ttl: '5s', max_retry_count: 12, gap_grace: '30s' };
 const BASE_CONFIG = {
   wallet_notice_worker: { poll_interval: '100ms', batch_size: 200, lock_ttl: '5s', max_retry_count: 12, gap_grace: '30s' },
@@ -122,7 +127,7 @@ const BASE_CONFIG = {
   // Phone pushes for activity and VIP notices in every scenario: each such fact is a C2C message, an inbox item and a push.
   tencent_push: { enabled: true, request_timeout: '1s', batch_linger: '20ms' },
   deliver: { concurrency: 16, retry_base_delay: '200ms', retry_max_delay: '2s', job_lock_duration: '5s' },
-  tencent_im: { request_timeout: '1s' },
+  tencent_im: { request_timeout: '1s', apps: { hala: { sdk_app_id: HALA.sdkAppId, secret_key: HALA.secretKey } } },
   reconciler: { interval: '1s', pending_grace: '3s', batch_size: 500 },
   log: { level: 'info' },
   shutdown_timeout: '5s',
@@ -133,7 +138,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   const redisUrl = await redis.start();
   const mariadb = s.privateMysql ? new PrivateMariaDb() : null;
   const mysqlServer = mariadb ? await mariadb.start() : undefined;
-  const env = await createTestEnv(merge(merge(BASE_CONFIG, { redis: { url: redisUrl } }), s.config ?? {}), { mysqlServer });
+  const env = await createTestEnv(merge(merge(BASE_CONFIG, { redis: { url: redisUrl } }), s.config ?? {}), { mysqlServer, fakeImApps: [HALA] });
   const dir = join(OUT_DIR, s.name);
   mkdirSync(dir, { recursive: true });
   env.fakeIm.setFaults({ ...(s.faults ?? {}), not_imported: s.notImported ?? [] });
@@ -168,7 +173,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   for (let i = 0; i < s.deliver; i++) await h.spawn('deliver');
   const started = Date.now();
 
-  const w: WriterOptions = { connections: 4, ratePerSecond: 600, maxRowsPerTx: 3, maxCommitDelayMs: 0, rollbackRate: 0, autoIncrementIncrement: 1, row: balanceChanged, ...s.writer };
+  const w: WriterOptions = { connections: 4, ratePerSecond: 600, maxRowsPerTx: 3, maxCommitDelayMs: 0, rollbackRate: 0, autoIncrementIncrement: 1, row: twoAppRow, ...s.writer };
   let next = 0;
   /** Rows whose transaction was cut by a fault: committed or not, as the outbox says at the end. */
   const cut: string[] = [];
@@ -262,9 +267,13 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   // What reached users, per channel: fake-im's accepted messages, and the rows in the inbox table.
   const messages = env.fakeIm.messages();
   const reached: Record<string, Map<string, string[]>> = { tencent_im_c2c: new Map(), inbox: new Map(), tencent_push: new Map() };
+  // A message sent through another app's Tencent account reached another person: counted as misdirected.
+  let crossApp = 0;
   for (const m of messages) {
     if (m.duplicate) continue;
-    const id = JSON.parse(m.data).event_id as string;
+    const data = JSON.parse(m.data) as { event_id: string; app_code: string };
+    if (APP_OF_SDK[m.sdkAppId] !== data.app_code) crossApp++;
+    const id = data.event_id;
     reached.tencent_im_c2c!.set(id, [...(reached.tencent_im_c2c!.get(id) ?? []), m.toAccount]);
   }
   const [items] = await retry(() => env.notice.query<any[]>('SELECT source_event_id, user_id FROM notice_inbox_items'));
@@ -283,7 +292,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   for (const r of ledger) if (r.status === 'failed') { const code = `${r.channel === 'tencent_im_c2c' ? '' : `${r.channel}:`}${r.last_error_code}`; failedByCode[code] = (failedByCode[code] ?? 0) + 1; }
   const byChannel: Record<string, ChannelCounts> = {};
   for (const channel of Object.keys(reached)) byChannel[channel] = { expected: 0, delivered: 0, failed: 0, superseded: 0, unconfirmed: 0, unconfirmed_unreached: 0, stuck: 0, lost: 0 };
-  let misdirected = 0;
+  let misdirected = crossApp;
   const unconfirmedByCode: Record<string, number> = {};
   for (const id of committedIds) {
     for (const channel of channelsOf(id)) {
