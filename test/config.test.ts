@@ -4,7 +4,7 @@ import { ConfigError, parseConfigText } from '../src/config/load.ts';
 const minimal = `
 mysql: { url: "mysql://root@127.0.0.1:3306/hyapp_notice" }
 redis: { url: "redis://127.0.0.1:6379" }
-tencent_im: { enabled: false }
+tencent_im: { enabled: false, app_code: lalu }
 `;
 
 function problemsOf(text: string, env: NodeJS.ProcessEnv = {}): string[] {
@@ -30,7 +30,7 @@ describe('config', () => {
 
   it('interpolates ${VAR} and ${VAR:-default}, including numbers', () => {
     const config = parseConfigText(
-      `mysql: { url: "mysql://\${DB_USER}@db:3306/n" }\nredis: { url: "\${REDIS_URL:-redis://r:6379}" }\ntencent_im: { enabled: true, secret_key: "\${KEY}", sdk_app_id: "\${APP_ID:-1400000009}" }`,
+      `mysql: { url: "mysql://\${DB_USER}@db:3306/n" }\nredis: { url: "\${REDIS_URL:-redis://r:6379}" }\ntencent_im: { enabled: true, app_code: lalu, secret_key: "\${KEY}", sdk_app_id: "\${APP_ID:-1400000009}" }`,
       't',
       { DB_USER: 'notice', KEY: 's3cret' },
     );

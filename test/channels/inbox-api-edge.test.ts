@@ -106,7 +106,7 @@ describe('the inbox API answers only the gateway', () => {
 });
 
 describe('an inbox API config that would be open is refused before anything starts', () => {
-  const base = 'mysql: { url: "mysql://x/y" }\nredis: { url: "redis://x" }\n';
+  const base = 'mysql: { url: "mysql://x/y" }\nredis: { url: "redis://x" }\ntencent_im: { app_code: lalu }\n';
   it('names inbox.api_tls and inbox.page_token_secret for a non-loopback host', () => {
     expect(() => parseConfigText(`${base}inbox: { api_host: 0.0.0.0 }\n`, 'c.yaml')).toThrow(/inbox\.api_tls: required[^]*cert_file[^]*key_file[^]*client_ca_file[^]*inbox\.page_token_secret: required/);
     expect(() => parseConfigText(`${base}inbox: { api_host: 10.0.0.5, page_token_secret: s, api_tls: { cert_file: a, key_file: b, client_ca_file: c } }\n`, 'c.yaml')).not.toThrow();
@@ -119,7 +119,7 @@ describe('notice-service config check', () => {
     const { spawnNotice } = await import('../helpers/spawn.ts');
     const { writeFileSync } = await import('node:fs');
     const { join } = await import('node:path');
-    const base = 'mysql: { url: "mysql://root@127.0.0.1:1/x" }\nredis: { url: "redis://127.0.0.1:1" }\n';
+    const base = 'mysql: { url: "mysql://root@127.0.0.1:1/x" }\nredis: { url: "redis://127.0.0.1:1" }\ntencent_im: { app_code: lalu }\n';
     const open = join(pki.dir, 'open.yaml');
     writeFileSync(open, `${base}inbox: { api_host: 0.0.0.0 }\n`);
     let run = spawnNotice(['config', 'check', '--config', open]);
