@@ -54,7 +54,7 @@ export class IngestRole implements Role {
         return new OutboxPoller({
           source, name: shard.name === null ? m.source.sourceName : `${m.source.sourceName}:${shard.name}`, config: m.worker,
           reader: new OutboxReader(poolFor(shard.mysqlUrl), source), cursors, gapWatch, recorder: recorderFor(m.worker.max_retry_count), owner,
-          logger: shard.name === null ? logger : logger.child({ shard: shard.name }), metrics, queueDepth: () => queues.queuedJobs(m.noticeKinds),
+          logger: shard.name === null ? logger : logger.child({ shard: shard.name }), metrics, queueDepth: () => queues.queuedJobsByGroup(m.noticeKinds), appGroupOf: (app) => queues.appGroupOf(app),
         });
       }));
 

@@ -114,6 +114,22 @@ export class DeliverQueues {
     return counts.reduce((a, b) => a + b, 0);
   }
 
+  /** The app group whose queues an app_code's jobs go to: the app itself when it has queues of its own, else '' (the default group). */
+  appGroupOf(appCode: string): string {
+    return [...this.channels.values()].some((c) => c.byApp.has(appCode)) ? appCode : '';
+  }
+
+  /** Jobs not yet taken by a worker in the queues these kinds go to, per app group ('' = the default group). */
+  async queuedJobsByGroup(kinds: readonly string[]): Promise<Map<string, number>> {
+    const byGroup = new Map<string, number>();
+    await Promise.all([...this.channels.values()].flatMap((c) => [['', c.fallback] as const, ...c.byApp].map(async ([group, g]) => {
+      const queues = [...new Set(kinds.map((kind) => g.byKind.get(kind) ?? g.shared))];
+      const counts = await Promise.all(queues.map((q) => queuedJobs(q)));
+      byGroup.set(group, (byGroup.get(group) ?? 0) + counts.reduce((a, b) => a + b, 0));
+    })));
+    return byGroup;
+  }
+
   /** The job of a ledger row, wherever its channel, kind and app put it (undefined for a channel without queues here). */
   async getJob(key: LedgerKey & { noticeKind: string }) {
     if (!this.channels.has(key.channel)) return undefined;

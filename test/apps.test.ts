@@ -83,3 +83,31 @@ describe('apps', () => {
     expect(parseConfigText(`${base}tencent_im: { enabled: true, apps: { a: { sdk_app_id: 7, secret_key: s, rate_limit_per_second: 50 } } }\n`, 'c.yaml', {}).tencent_im.apps.a!.rate_limit_per_second).toBe(50);
   });
 });
+
+describe('apps under backpressure', () => {
+  it("one app's full queues park its facts in the ledger without a job; another app's notices go at once; every fact is sent once", async () => {
+    env = await createTestEnv({
+      // lalu is slow (its quota: 20/s) and its backlog overflows max_queued_jobs; hala has no limit.
+      tencent_im: { rate_limit_per_second: 20, apps: { hala: { sdk_app_id: HALA.sdkAppId, secret_key: HALA.secretKey, admin_identifier: HALA.adminIdentifier, rate_limit_per_second: 0 } } },
+      wallet_notice_worker: { enabled: true, poll_interval: '50ms', batch_size: 50, lock_ttl: '3s', gap_grace: '5s', max_retry_count: 3, max_queued_jobs: 40 },
+      reconciler: { interval: '500ms', pending_grace: '1s', batch_size: 100 },
+    }, { fakeImApps: [HALA] });
+    await insertWalletRows(env.owner, env.config.wallet_database, Array.from({ length: 300 }, (_, i) => ({ ...balanceChanged(i + 1), app_code: 'lalu' })));
+    proc = await startPipeline(env.config);
+    // lalu's queue fills up and stays full: its later facts are recorded with no job.
+    const parked = async () => proc!.ingest!.pollers[0]!.stats.parked;
+    await waitFor(parked, (n) => n > 0, 15_000, 'lalu facts parked');
+    const hala = Array.from({ length: 30 }, (_, i) => ({ ...balanceChanged(1000 + i), app_code: 'hala', event_id: `hala_${i}` }));
+    const writtenAt = Date.now();
+    await insertWalletRows(env.owner, env.config.wallet_database, hala);
+    await waitFor(async () => env!.fakeIm.delivered().filter((m) => m.sdkAppId === HALA.sdkAppId).length, (n) => n === 30, 10_000, "hala's notices while lalu is backed up");
+    const halaDoneMs = Date.now() - writtenAt;
+    const laluSoFar = env.fakeIm.delivered().filter((m) => m.sdkAppId === 1400000001).length;
+    expect(laluSoFar).toBeLessThan(300); // lalu's backlog was still draining when hala's were all sent
+    expect(halaDoneMs).toBeLessThan(5_000);
+    // lalu's parked facts get their jobs from the reconciler as its queue drains: each sent once.
+    await waitFor(async () => env!.fakeIm.delivered().filter((m) => m.sdkAppId === 1400000001).length, (n) => n === 300, 60_000, 'lalu drained');
+    expect(new Set(env.fakeIm.delivered().map((m) => JSON.parse(m.data).event_id)).size).toBe(330);
+    expect(env.fakeIm.getStats().duplicates).toBe(0);
+  });
+});

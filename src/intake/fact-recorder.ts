@@ -33,6 +33,13 @@ export interface RecordCounts {
   ingested: number;
   skipped: number;
   malformed: number;
+  /** Facts recorded without a job because their app's queues are full (the reconciler gives them one later). */
+  parked: number;
+}
+
+export interface RecordOptions {
+  /** Facts to record in the ledger only, without a job: their app's queues are full (per-app backpressure). */
+  parked?: (key: FactKey) => boolean;
 }
 
 /**
@@ -51,8 +58,8 @@ export class FactRecorder {
     private readonly now: () => number = Date.now,
   ) {}
 
-  async record(facts: readonly SourceFact[]): Promise<RecordCounts> {
-    const counts: RecordCounts = { ingested: 0, skipped: 0, malformed: 0 };
+  async record(facts: readonly SourceFact[], options: RecordOptions = {}): Promise<RecordCounts> {
+    const counts: RecordCounts = { ingested: 0, skipped: 0, malformed: 0, parked: 0 };
     const rows: NewLedgerRow[] = [];
     const pending: PendingDelivery[] = [];
     for (const fact of facts) {
@@ -75,9 +82,12 @@ export class FactRecorder {
         counts.skipped++;
       } else {
         counts.ingested++;
+        // A parked fact is durable in the ledger (pending, no job yet): the reconciler enqueues it when its app has room.
+        const parked = options.parked?.(key) === true;
+        if (parked) counts.parked++;
         for (const channel of channels) {
           rows.push({ ...base, channel, status: 'pending', payload: mapped.payload, lastErrorCode: null, lastError: null, supersede: mapped.supersede ?? null });
-          pending.push({ key: { ...key, channel }, eventType: mapped.eventType, noticeKind: mapped.noticeKind });
+          if (!parked) pending.push({ key: { ...key, channel }, eventType: mapped.eventType, noticeKind: mapped.noticeKind });
         }
       }
     }

@@ -16,6 +16,8 @@ export interface PollerStats {
   polls: number;
   rowsRead: number;
   ingested: number;
+  /** Facts recorded without a job because their app's queues were full. */
+  parked: number;
   skipped: number;
   malformed: number;
   gapsSkipped: number;
@@ -51,8 +53,10 @@ export interface OutboxPollerDeps {
   owner: string;
   logger: Logger;
   metrics?: NoticeMetrics;
-  /** Jobs waiting or delayed in the deliver queue, for max_queued_jobs. */
-  queueDepth?: () => Promise<number>;
+  /** Jobs waiting or delayed in this source's kinds' queues, per app group ('' = the default group), for max_queued_jobs. */
+  queueDepth?: () => Promise<Map<string, number>>;
+  /** The app group an app_code's jobs go to (DeliverQueues.appGroupOf); all in one group without it. */
+  appGroupOf?: (appCode: string) => string;
   now?: () => number;
 }
 
@@ -62,12 +66,14 @@ export interface OutboxPollerDeps {
  * the ledger key and the job id make idempotent; nothing is marked read that is not enqueued.
  */
 export class OutboxPoller {
-  readonly stats: PollerStats = { polls: 0, rowsRead: 0, ingested: 0, skipped: 0, malformed: 0, gapsSkipped: 0, lateRows: 0, backpressuredPolls: 0, errors: 0, lastEventAtMs: null };
+  readonly stats: PollerStats = { polls: 0, rowsRead: 0, ingested: 0, parked: 0, skipped: 0, malformed: 0, gapsSkipped: 0, lateRows: 0, backpressuredPolls: 0, errors: 0, lastEventAtMs: null };
   private state: CursorState | null = null;
   private leaseUntilMs = 0;
   /** Look at the queue depth before the next read: only after a read that found rows, so an idle poll stays one query. */
   private checkDepth = true;
   private holdingBack = false;
+  /** App groups whose queues held max_queued_jobs at the last check: their facts are recorded without a job. */
+  private fullGroups = new Set<string>();
   private running = false;
   private loop: Promise<void> | null = null;
   private readonly pause = new WakeableSleep();
@@ -181,6 +187,7 @@ export class OutboxPoller {
     const state = this.state!;
 
     const holdBack = await this.queueIsFull();
+    if (holdBack) this.fullGroups.clear();
     const newRows = holdBack ? [] : await reader.readAfter(state.highWaterId, config.batch_size);
     this.checkDepth = holdBack || newRows.length > 0;
     const filled = state.gaps.length > 0 ? await reader.readGaps(state.gaps, config.batch_size) : [];
@@ -225,30 +232,42 @@ export class OutboxPoller {
         ...(identity.problem ? { problem: identity.problem } : {}),
       };
     });
-    const counts = await recorder.record(facts);
+    const full = this.fullGroups;
+    const groupOf = this.deps.appGroupOf ?? (() => '');
+    const counts = await recorder.record(facts, full.size === 0 ? {} : { parked: (key) => full.has(groupOf(key.appCode)) });
     this.stats.ingested += counts.ingested;
+    this.stats.parked += counts.parked;
     this.stats.skipped += counts.skipped;
     this.stats.malformed += counts.malformed;
     this.stats.lastEventAtMs = recordedAtMs;
   }
 
   /**
-   * Backpressure: true while the deliver queue holds max_queued_jobs. Holes are still re-read meanwhile, so a row
-   * that commits late is not given up on only because delivery was slow.
+   * Backpressure per app group: a group whose queues hold max_queued_jobs has its facts recorded without a job (the
+   * reconciler enqueues them when there is room), so one app's storm neither fills Redis nor holds the others back.
+   * Only when every group is full is nothing new read (the outbox keeps the rest). Holes are re-read meanwhile, so a
+   * row that commits late is not given up on only because delivery was slow.
    */
   private async queueIsFull(): Promise<boolean> {
-    const { config, queueDepth, metrics, source } = this.deps;
-    if (config.max_queued_jobs === 0 || !queueDepth || !this.checkDepth) return false;
-    const depth = await queueDepth();
-    const full = depth >= config.max_queued_jobs;
-    if (full !== this.holdingBack) {
-      this.holdingBack = full;
-      metrics?.backpressured.set({ source: this.name }, full ? 1 : 0);
-      if (full) this.log.info({ queued_jobs: depth, max_queued_jobs: config.max_queued_jobs }, 'deliver queue is full; reading no new outbox rows until it drains');
+    const { config, queueDepth, metrics } = this.deps;
+    if (config.max_queued_jobs === 0 || !queueDepth || !this.checkDepth) {
+      this.fullGroups.clear();
+      return false;
+    }
+    const depths = await queueDepth();
+    const full = new Set([...depths].filter(([, n]) => n >= config.max_queued_jobs).map(([group]) => group));
+    const everyGroup = depths.size > 0 && full.size === depths.size;
+    for (const group of full) if (!this.fullGroups.has(group) && !everyGroup) this.log.info({ app_group: group || 'default', max_queued_jobs: config.max_queued_jobs }, "an app's deliver queues are full; its new facts are recorded without a job until they drain (the reconciler enqueues them)");
+    this.fullGroups = full;
+    if (everyGroup !== this.holdingBack) {
+      this.holdingBack = everyGroup;
+      metrics?.backpressured.set({ source: this.name }, everyGroup ? 1 : 0);
+      const depth = [...depths.values()].reduce((a, b) => a + b, 0);
+      if (everyGroup) this.log.info({ queued_jobs: depth, max_queued_jobs: config.max_queued_jobs }, 'deliver queue is full; reading no new outbox rows until it drains');
       else this.log.info({ queued_jobs: depth }, 'deliver queue has room again; reading the outbox');
     }
-    if (full) this.stats.backpressuredPolls++;
-    return full;
+    if (everyGroup) this.stats.backpressuredPolls++;
+    return everyGroup;
   }
 
   /** Renews the lease only when half of it is used, so a busy poll costs no extra statement. */
