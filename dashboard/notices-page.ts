@@ -28,7 +28,7 @@ export function noticesPage(options: { apiPath: string; rejectsPath: string; que
  <section id="found"></section>
  <h2>Failed deliveries <span class="muted" id="total"></span></h2>
  <div><select id="failed-channel" aria-label="channel"><option value="">every channel</option></select> <button id="requeue" ${options.readOnly ? 'disabled' : ''}>Requeue selected</button> <span id="status" role="status"></span></div>
- <table id="failed"><thead><tr><th></th><th>updated</th><th>source</th><th>channel</th><th>event_id</th><th>user</th><th>type</th><th>attempts</th><th>code</th><th>error</th></tr></thead><tbody></tbody></table>
+ <table id="failed"><thead><tr><th></th><th>updated</th><th>source</th><th>channel</th><th>app</th><th>event_id</th><th>user</th><th>type</th><th>attempts</th><th>code</th><th>error</th></tr></thead><tbody></tbody></table>
  <div><button id="prev">‹ newer</button> <span id="page"></span> <button id="next">older ›</button></div>
  <h2>Rejected MQ messages <span class="muted" id="rejects-total"></span></h2>
  <form id="rejects-filter"><input id="rejects-reason" size="32" placeholder="reason contains…" aria-label="reason contains"><select id="rejects-since" aria-label="since"><option value="">any time</option><option value="1h">last hour</option><option value="1d">last day</option><option value="7d">last week</option></select><button type="submit">Filter</button>
@@ -56,7 +56,7 @@ async function loadFailed() {
   data.rows.forEach((row, i) => {
     const tr = document.createElement('tr'); tr.dataset.eventId = row.source_event_id;
     const box = document.createElement('td'); const cb = document.createElement('input'); cb.type = 'checkbox'; cb.dataset.index = i; cb.setAttribute('aria-label', 'select ' + row.source_event_id); box.append(cb);
-    tr.append(box, td(when(row.updated_at_ms)), td(row.source_name), td(row.channel), td(row.source_event_id), td(row.user_id), td(row.event_type), td(row.attempt_count), td(row.last_error_code), td(row.last_error, 'err'));
+    tr.append(box, td(when(row.updated_at_ms)), td(row.source_name), td(row.channel), td(row.app_code), td(row.source_event_id), td(row.user_id), td(row.event_type), td(row.attempt_count), td(row.last_error_code), td(row.last_error, 'err'));
     body.append(tr);
   });
 }
