@@ -63,20 +63,7 @@ export class LedgerQueries {
    * entries end with the primary key). A row requeued at or after `beforeMs` and failed again is never in the set.
    */
   async failedBefore(beforeMs: number, filter: FailedFilter, after: FailedCursor | null, limit: number): Promise<{ rows: LedgerRow[]; next: FailedCursor | null }> {
-    const where = ["status = 'failed'", 'updated_at_ms < ?'];
-    const params: unknown[] = [beforeMs];
-    if (filter.sourceName) {
-      where.push('source_name = ?');
-      params.push(filter.sourceName);
-    }
-    if (filter.channel) {
-      where.push('channel = ?');
-      params.push(filter.channel);
-    }
-    if (filter.sinceMs !== undefined) {
-      where.push('updated_at_ms >= ?');
-      params.push(filter.sinceMs);
-    }
+    const { where, params } = filterWhere(filter, ["status = 'failed'", 'updated_at_ms < ?'], [beforeMs]);
     if (after) {
       where.push('(updated_at_ms, source_name, app_code, source_event_id, channel) > (?, ?, ?, ?, ?)');
       params.push(after.updatedAtMs, after.sourceName, after.appCode, after.sourceEventId, after.channel);
@@ -93,20 +80,7 @@ export class LedgerQueries {
 
   /** idx_nde_status_updated, newest first; `before` pages by updated_at_ms. */
   async byStatus(status: DeliveryStatus, options: { limit?: number; offset?: number; sourceName?: string; channel?: string; sinceMs?: number } = {}): Promise<{ rows: LedgerRow[]; total: number }> {
-    const where = ['status = ?'];
-    const params: unknown[] = [status];
-    if (options.sourceName) {
-      where.push('source_name = ?');
-      params.push(options.sourceName);
-    }
-    if (options.channel) {
-      where.push('channel = ?');
-      params.push(options.channel);
-    }
-    if (options.sinceMs !== undefined) {
-      where.push('updated_at_ms >= ?');
-      params.push(options.sinceMs);
-    }
+    const { where, params } = filterWhere(options, ['status = ?'], [status]);
     const clause = where.join(' AND ');
     const [rows] = await this.pool.query<RowDataPacket[]>(
       `SELECT * FROM notice_delivery_events WHERE ${clause} ORDER BY updated_at_ms DESC LIMIT ? OFFSET ?`,
@@ -115,4 +89,21 @@ export class LedgerQueries {
     const [count] = await this.pool.query<RowDataPacket[]>(`SELECT COUNT(*) AS n FROM notice_delivery_events WHERE ${clause}`, params);
     return { rows: rows.map(toLedgerRow), total: Number(count[0]?.n ?? 0) };
   }
+}
+
+/** The operator filters (source, channel, updated since) as SQL conditions after the given ones. */
+function filterWhere(filter: FailedFilter, where: string[], params: unknown[]): { where: string[]; params: unknown[] } {
+  if (filter.sourceName) {
+    where.push('source_name = ?');
+    params.push(filter.sourceName);
+  }
+  if (filter.channel) {
+    where.push('channel = ?');
+    params.push(filter.channel);
+  }
+  if (filter.sinceMs !== undefined) {
+    where.push('updated_at_ms >= ?');
+    params.push(filter.sinceMs);
+  }
+  return { where, params };
 }
