@@ -17,7 +17,7 @@ export interface FloodResult {
 /**
  * Issue 30's bulkhead: wallet notices (commit → fake-im) at `rate`/s for `seconds`, once quiet and once while a
  * client floods the inbox API (4 MiB DeleteNotifications loops and `concurrent` small calls in flight), in one world.
- * Ingest, deliver and the inbox-api role are separate processes, as the README deploys them.
+ * Ingest, deliver and the inbox-api role are separate processes, as docs/security.md deploys them.
  */
 export async function runApiFlood(rate: number, seconds: number, concurrent: number, imLatencyMs: number, log: (t: string) => void): Promise<FloodResult> {
   const apiPort = await freePort();

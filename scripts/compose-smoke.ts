@@ -10,7 +10,7 @@
  * pushes of activity and VIP notices) reach fake-im within
  * two minutes **while RocketMQ is down**; then, once the proxy is up, the demo's kicks come through the MQ entry too.
  * It catches wiring mistakes between services (ports, variable names, depends_on order) that `docker-compose config`
- * cannot. Not covered: the images, the JVMs, MySQL 8.4 itself (see the README's Docker section).
+ * cannot. Not covered: the images, the JVMs, MySQL 8.4 itself (see docs/docker.md).
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -64,7 +64,7 @@ pipeline running (Ctrl-C stops it):
   dashboard   http://127.0.0.1:13200/admin/queues  and  /admin/notices
   fake-im     http://127.0.0.1:${FAKE_IM_PORT}/_fake/messages  and pushes  /_fake/pushes
   metrics     http://127.0.0.1:${HTTP_PORT}/metrics   readiness  /readyz
-  inbox API   127.0.0.1:${NOTICE_INBOX_API_PORT:-13010} (gRPC, plaintext on loopback; see the README's inbox API section)
+  inbox API   127.0.0.1:${NOTICE_INBOX_API_PORT:-13010} (gRPC, plaintext on loopback; see docs/inbox-api.md)
 MSG
 # Until any process exits (then everything stops: a dev loop with a dead part would mislead).
 wait -n

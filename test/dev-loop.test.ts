@@ -64,7 +64,7 @@ describe('npm run dev', () => {
     // The dashboard starts on its own; on a loaded machine it may come up after the first deliveries.
     await waitFor(() => listening(dev.dashboardPort), (up) => up, 30_000, 'the dashboard listening');
     expect(processesOf(dev.config).length).toBeGreaterThanOrEqual(4);
-    // The inbox API answers on loopback, as the README's grpcurl example dials it.
+    // The inbox API answers on loopback, as the README's first-five-minutes grpcurl dials it.
     const inbox = new InboxService(`127.0.0.1:${dev.inboxApiPort}`, grpc.credentials.createInsecure());
     const unread = await new Promise<any>((resolve, reject) => inbox.GetUnreadCount({ caller: { app_code: 'lalu', user_id: '10001' } }, (err: Error | null, res: any) => (err ? reject(err) : resolve(res))));
     inbox.close();

@@ -116,7 +116,7 @@ const offlinePush = z.strictObject({
   /** The payload field that names the user's language, when the owner service sends one. */
   language_field: z.string().min(1).default('language'),
   default_language: z.string().min(1).default('en'),
-  /** Vendor classes for private messages (keeps notices out of marketing quotas); see the README, "Phone pushes". */
+  /** Vendor classes for private messages (keeps notices out of marketing quotas); see docs/how-it-works.md, "Phone pushes". */
   vendor: z.strictObject({
     huawei_category: z.string().default('IM'),
     huawei_importance: z.enum(['LOW', 'NORMAL']).default('NORMAL'),

@@ -70,7 +70,7 @@ export class OutboxReader {
 export class OutboxIdTooLargeError extends Error {
   constructor(id: unknown) {
     super(`outbox id ${String(id)} is beyond 2^53 (${Number.MAX_SAFE_INTEGER}), which notice-service cannot track exactly; ` +
-      'the owner contract keeps AUTO_INCREMENT ids below it (README, owner table contract). The source stops before that row: ' +
+      'the owner contract keeps AUTO_INCREMENT ids below it (docs/owner-contract.md). The source stops before that row: ' +
       'reset the owner table\'s AUTO_INCREMENT below 2^53 and re-insert the row with a smaller id');
   }
 }

@@ -1,6 +1,6 @@
 /**
  * Tencent IM answers every business outcome with HTTP 200 and an `ErrorCode`; this table turns a code into what
- * the worker should do. Sources: the sendmsg and error-code pages of the IM REST API (see README).
+ * the worker should do. Sources: the sendmsg and error-code pages of the IM REST API (docs/how-it-works.md and ../shared/reference/tencent-im.md).
  */
 export type ErrorClass = 'retry' | 'rate_limited' | 'resign' | 'permanent';
 

@@ -62,7 +62,7 @@ export function mapWalletOutboxRow(row: OutboxRow, recordedAtMs: number, languag
       source_created_at_ms: sourceCreatedAtMs,
       metadata: p.metadata,
     };
-    // A newer balance_version of the same app, user and asset makes this notice obsolete (see the README's contract).
+    // A newer balance_version of the same app, user and asset makes this notice obsolete (docs/owner-contract.md).
     supersede = { scope: ['WalletBalanceChanged', row.app_code, userId, p.asset_type].join('\u0000'), version: String(p.balance_version) };
   } else {
     const parsed = vipActivatedPayload.safeParse(raw);
