@@ -9,7 +9,7 @@ import type { KickPublisher } from '../src/demo/room-demo.ts';
 // Each command imports what it needs when it runs, so a deliver process never loads express or the MQ client.
 
 const program = new Command('notice-service')
-  .description('Outbox facts → Tencent IM C2C notices, with a MySQL delivery ledger')
+  .description('Outbox facts → private notices (Tencent IM C2C, site inbox, phone push), with a MySQL delivery ledger')
   .showHelpAfterError();
 
 /**
@@ -47,7 +47,7 @@ program
 
 for (const [name, roles, description] of [
   ['ingest', ['ingest'], 'poll the enabled owner outboxes into the ledger and the deliver queue'],
-  ['deliver', ['deliver'], 'send queued notices through Tencent IM and record the outcome'],
+  ['deliver', ['deliver'], 'send queued notices over every routed channel (C2C, inbox, push) and record the outcome'],
   ['all', null, 'every enabled role in one process'],
   ['dashboard', ['dashboard'], 'bull-board and the ledger search/requeue page, behind basic auth'],
   ['inbox-api', ['inbox-api'], 'the inbox gRPC API for the gateway (inbox.api_host:api_port, mutual TLS beyond loopback)'],
