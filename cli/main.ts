@@ -177,8 +177,12 @@ program
   .action(async (eventId: string, opts: { config?: string }) => {
     const { inspectEvent } = await import('../src/ops/cli-ops.ts');
     const rows = await inspectEvent(loadConfig(opts.config), eventId);
+    if (rows.length === 0) {
+      console.error(`notice-service: no ledger row has event id "${eventId}" (an event id, not a user id; ids are exact, and rows past retention are purged)`);
+      process.exitCode = 1;
+      return;
+    }
     console.log(JSON.stringify(rows, null, 2));
-    if (rows.length === 0) process.exitCode = 1;
   });
 
 program
@@ -221,7 +225,12 @@ rejects
   .addOption(configOption())
   .action(async (ids: string[], opts: { config?: string }) => {
     const { requeueRejectsCommand } = await import('../src/ops/cli-ops.ts');
-    console.log(JSON.stringify(await requeueRejectsCommand(loadConfig(opts.config), ids), null, 2));
+    const result = await requeueRejectsCommand(loadConfig(opts.config), ids);
+    console.log(JSON.stringify(result, null, 2));
+    if (result.missing.length > 0) {
+      console.error(`notice-service: no rejected message with id ${result.missing.join(', ')}`);
+      process.exitCode = 1;
+    }
   });
 
 program
@@ -248,6 +257,10 @@ try {
 } catch (err) {
   if (err instanceof ConfigError || err instanceof RoleConfigError) {
     console.error(`notice-service: ${err.message}`);
+    // configs/local.yaml (the default) talks to the real Tencent IM and has it off: the local pipeline is elsewhere.
+    if (err instanceof RoleConfigError && !process.argv.includes('--config') && !process.argv.includes('-c') && !process.env.NOTICE_CONFIG) {
+      console.error('notice-service: this is configs/local.yaml; for the whole pipeline on this machine against fake-im, run `npm run dev` (configs/dev.yaml)');
+    }
     process.exit(2);
   }
   console.error(`notice-service: ${(err as Error).message}`);

@@ -45,7 +45,7 @@ export function rejectsApi(deps: RejectsApiDeps): express.Router {
     const result = await requeueRejected({ rejects: deps.rejects, entryFor: deps.entryFor }, ids);
     await deps.audit.record({
       actor: typeof res.locals.operator === 'string' ? res.locals.operator : 'anonymous (dashboard auth off)', via: 'dashboard', action: 'requeue_rejected',
-      matched: ids.length, affected: result.requeued.length, detail: { ids: ids.slice(0, 20), still_rejected: result.stillRejected.length, missing: result.missing.length },
+      matched: ids.length - result.missing.length, affected: result.requeued.length, detail: { ids: ids.slice(0, 20), still_rejected: result.stillRejected.length, missing: result.missing.length },
     });
     res.json({ requeued: result.requeued, still_rejected: result.stillRejected, missing: result.missing });
   });

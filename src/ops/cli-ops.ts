@@ -20,13 +20,26 @@ import { RoleConfigError } from '../app/role.ts';
 
 async function withResources<T>(config: NoticeConfig, work: (r: { pool: ReturnType<typeof createMysqlPool>; queues: DeliverQueues }) => Promise<T>): Promise<T> {
   const pool = createMysqlPool(config.mysql.url, 2);
-  const redis = createRedis(config.redis.url, 'producer', { cluster: config.redis.cluster });
-  const queues = createDeliverQueues(redis, config.redis.prefix, channelQueueSpecs(config));
+  // Redis only for the commands that touch queues: `audit` and `rejects list/show` work with Redis down.
+  let opened: { redis: ReturnType<typeof createRedis>; queues: DeliverQueues } | null = null;
+  const resources = {
+    pool,
+    get queues(): DeliverQueues {
+      if (!opened) {
+        const redis = createRedis(config.redis.url, 'producer', { cluster: config.redis.cluster });
+        opened = { redis, queues: createDeliverQueues(redis, config.redis.prefix, channelQueueSpecs(config)) };
+      }
+      return opened.queues;
+    },
+  };
   try {
-    return await work({ pool, queues });
+    return await work(resources);
   } finally {
-    await queues.close();
-    redis.disconnect();
+    const o = opened as { redis: ReturnType<typeof createRedis>; queues: DeliverQueues } | null;
+    if (o) {
+      await o.queues.close();
+      o.redis.disconnect();
+    }
     await pool.end();
   }
 }
@@ -106,7 +119,7 @@ export async function requeueRejectsCommand(config: NoticeConfig, idTexts: reado
   return withResources(config, async ({ pool, queues }) => {
     const result = await requeueRejected({ rejects: new RejectStore(pool), entryFor: rejectEntries(config, pool, queues, pino({ level: config.log.level, base: { role: 'cli' } }, pino.destination(2))) }, ids);
     await new AuditLog(pool).record({
-      actor: `${userInfo().username}@${hostname()}`, via: 'cli', action: 'requeue_rejected', matched: ids.length, affected: result.requeued.length,
+      actor: `${userInfo().username}@${hostname()}`, via: 'cli', action: 'requeue_rejected', matched: ids.length - result.missing.length, affected: result.requeued.length,
       detail: { ids: ids.slice(0, 20), still_rejected: result.stillRejected.length, missing: result.missing.length },
     });
     return { requeued: result.requeued, still_rejected: result.stillRejected, missing: result.missing };
