@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { ConfigError, defaultConfigPath, loadConfigFile } from '../src/config/load.ts';
 import type { NoticeConfig } from '../src/config/schema.ts';
@@ -8,7 +9,12 @@ import type { RoleName } from './run-roles.ts';
 import type { KickPublisher } from '../src/demo/room-demo.ts';
 // Each command imports what it needs when it runs, so a deliver process never loads express or the MQ client.
 
+// From source (cli/) and from the build (dist/cli/) alike.
+const packageJson = ['../package.json', '../../package.json'].map((p) => new URL(p, import.meta.url)).find((u) => existsSync(u))!;
+const { version } = JSON.parse(readFileSync(packageJson, 'utf8')) as { version: string };
+
 const program = new Command('notice-service')
+  .version(version, '-V, --version')
   .description('Outbox facts → private notices (Tencent IM C2C, site inbox, phone push), with a MySQL delivery ledger')
   .showHelpAfterError();
 
