@@ -19,6 +19,7 @@ import { routedChannels } from '../src/channels/routing.ts';
 import type { DeliveryChannel } from '../src/channels/types.ts';
 import type { DeliveryOutcome, DeliveryPorts } from '../src/delivery/deliver-once.ts';
 import { tencentApps } from '../src/config/tencent-apps.ts';
+import { channelRoutes } from '../src/channels/routing.ts';
 import { describeError } from '../src/platform/errors.ts';
 
 /**
@@ -65,8 +66,9 @@ export class DeliverRole implements Role {
     const history = new DeliveryHistory(this.pool, (err) => this.logger.warn({ err: err.message }, 'could not write delivery history; the ledger row is unaffected'));
     const ports = new Map<string, DeliveryPorts>();
     const apps = tencentApps(this.config);
+    const routes = channelRoutes(this.config);
     for (const module of this.modules) {
-      const channel = await module.create({ config: this.config, pool: this.pool, redis: this.connection, newerVersion: (row) => hot.newerVersion(row), logger: this.logger, metrics: this.metrics });
+      const channel = await module.create({ config: this.config, pool: this.pool, redis: this.connection, newerVersion: (row) => hot.newerVersion(row), routes, logger: this.logger, metrics: this.metrics });
       this.channels.push(channel);
       ports.set(module.name, {
         ledger: {

@@ -40,6 +40,25 @@ describe('imports run one way', () => {
     for (const folder of ['ingest', 'deliver', 'dashboard']) expect(offendersIn(folder, PROCESS_FOLDERS.filter((f) => f !== folder))).toEqual([]);
   });
 
+  it('a channel folder imports no other channel, nor the registry or routing (what it needs of them comes in its ChannelContext)', () => {
+    const channelsDir = join(ROOT, 'src', 'channels');
+    const folders = readdirSync(channelsDir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+    const offenders: string[] = [];
+    for (const folder of folders) {
+      for (const file of tsFiles(join(channelsDir, folder))) {
+        for (const spec of importsOf(file)) {
+          if (!spec.startsWith('.')) continue;
+          const target = relative(channelsDir, join(file, '..', spec)).split(/[\\/]/);
+          const otherChannel = target.length > 1 && target[0] !== '..' && target[0] !== folder;
+          const shared = target.length === 1 && ['registry.ts', 'routing.ts'].includes(target[0]!);
+          if (otherChannel || shared) offenders.push(`${relative(ROOT, file)}: ${spec}`);
+        }
+      }
+    }
+    expect(folders.length).toBeGreaterThanOrEqual(3);
+    expect(offenders).toEqual([]);
+  });
+
   it('the scanner sees dynamic and type-only imports (so the checks above can fail)', () => {
     const found = ts.preProcessFile("import type { A } from '../deliver/a.ts';\nconst m = await import('../ingest/b.ts');", true, true).importedFiles.map((f) => f.fileName);
     expect(found).toEqual(['../deliver/a.ts', '../ingest/b.ts']);

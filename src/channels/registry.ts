@@ -5,18 +5,9 @@ import { prioritisedKinds, type NoticeConfig } from '../config/schema.ts';
 import { CHANNEL_INBOX, CHANNEL_TENCENT_IM_C2C, CHANNEL_TENCENT_PUSH, type LedgerRow } from '../ledger/types.ts';
 import { templateFor } from '../tencent-im/offline-push.ts';
 import type { NoticeMetrics } from '../observability/metrics.ts';
-import type { DeliveryChannel } from './types.ts';
+import type { ChannelContext, DeliveryChannel } from './types.ts';
 
-/** What a channel is built from in a deliver process. */
-export interface ChannelContext {
-  config: NoticeConfig;
-  pool: Pool;
-  redis: Redis;
-  /** The newer version of a supersedable notice in the ledger (BatchedLedger.newerVersion). */
-  newerVersion(row: LedgerRow): Promise<string | null>;
-  logger: Logger;
-  metrics?: NoticeMetrics;
-}
+export type { ChannelContext } from './types.ts';
 
 /** One delivery channel's module: its config, its queues, and how its sender is built. */
 export interface ChannelModule {

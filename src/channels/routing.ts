@@ -1,8 +1,10 @@
 import type { NoticeConfig } from '../config/schema.ts';
 import { CHANNEL_NAMES, channelKinds } from './registry.ts';
 
+import type { ChannelRoutes } from './types.ts';
+
 /** Which channels a fact of this type and kind goes to, in the registry's order; none means it is not delivered. */
-export type ChannelRoutes = (eventType: string, noticeKind: string) => readonly string[];
+export type { ChannelRoutes };
 
 export interface RoutingTable {
   /** Channel → the kinds it takes (`*` for every kind). */

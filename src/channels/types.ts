@@ -1,4 +1,9 @@
+import type { Pool } from 'mysql2/promise';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { NoticeConfig } from '../config/schema.ts';
 import type { LedgerRow } from '../ledger/types.ts';
+import type { NoticeMetrics } from '../observability/metrics.ts';
 
 /**
  * What one send over a channel came to. Expected outcomes are values; only programming errors throw, and an
@@ -36,4 +41,20 @@ export interface DeliveryChannel {
   /** How often maintain runs. */
   maintainEveryMs?: number;
   close?(): Promise<void> | void;
+}
+
+/** Which channels a fact of this type and kind goes to (the routing decision, made outside any channel). */
+export type ChannelRoutes = (eventType: string, noticeKind: string) => readonly string[];
+
+/** What a channel is built from in a deliver process; everything it needs to know of others is passed in here. */
+export interface ChannelContext {
+  config: NoticeConfig;
+  pool: Pool;
+  redis: Redis;
+  /** The newer version of a supersedable notice in the ledger (BatchedLedger.newerVersion). */
+  newerVersion(row: LedgerRow): Promise<string | null>;
+  /** Where facts are routed (channels/routing.ts), so a channel can tell whether another also carries a notice. */
+  routes: ChannelRoutes;
+  logger: Logger;
+  metrics?: NoticeMetrics;
 }

@@ -3,6 +3,7 @@ import pino from 'pino';
 import { createTestEnv, MYSQL_HOST, MYSQL_PORT, mysqlServerVia, TEST_SECRET, type TestEnv } from '../helpers/env.ts';
 import { TcpProxy } from '../helpers/tcp-proxy.ts';
 import { CHANNEL_MODULES } from '../../src/channels/registry.ts';
+import { channelRoutes } from '../../src/channels/routing.ts';
 import type { ChannelOutcome, DeliveryChannel } from '../../src/channels/types.ts';
 import type { LedgerRow } from '../../src/ledger/types.ts';
 import { claimRow, insertAndClaim } from '../helpers/ledger.ts';
@@ -99,7 +100,7 @@ async function trial(probe: ChannelProbe): Promise<Trial & { channel: DeliveryCh
   const env = await createTestEnv({ ...probe.config, tencent_im: { request_timeout: '500ms' } }, { mysqlServerForService: mysqlServerVia(proxy.port) });
   cleanup.push(() => env.close(), () => proxy.down());
   const module = CHANNEL_MODULES.find((m) => PROBES[m.name] === probe)!;
-  const channel = await module.create({ config: env.config, pool: env.notice, redis: env.redis, newerVersion: async () => null, logger: pino({ level: 'silent' }) });
+  const channel = await module.create({ config: env.config, routes: channelRoutes(env.config), pool: env.notice, redis: env.redis, newerVersion: async () => null, logger: pino({ level: 'silent' }) });
   cleanup.push(() => channel.close?.());
   return { env, proxy, channel };
 }

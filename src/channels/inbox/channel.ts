@@ -5,7 +5,7 @@ import type { LedgerRow } from '../../ledger/types.ts';
 import { CHANNEL_INBOX } from '../../ledger/types.ts';
 import { groupCommit } from '../../platform/group-commit.ts';
 import { clipText } from '../../platform/text.ts';
-import type { ChannelContext } from '../registry.ts';
+import type { ChannelContext } from '../types.ts';
 import type { ChannelOutcome, DeliveryChannel } from '../types.ts';
 import { factHash, InboxStore, type NewInboxItem } from './store.ts';
 import { InboxSweeper } from './sweeper.ts';

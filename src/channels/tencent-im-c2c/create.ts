@@ -2,9 +2,8 @@ import { TencentImClient } from '../../tencent-im/client.ts';
 import { MAX_MESSAGE_BYTES, messageBytes } from '../../tencent-im/message.ts';
 import { c2cOfflinePush } from '../../tencent-im/offline-push.ts';
 import { CHANNEL_TENCENT_IM_C2C, CHANNEL_TENCENT_PUSH } from '../../ledger/types.ts';
-import { channelRoutes } from '../routing.ts';
 import { UserSigCache } from '../../tencent-im/usersig.ts';
-import type { ChannelContext } from '../registry.ts';
+import type { ChannelContext } from '../types.ts';
 import type { DeliveryChannel } from '../types.ts';
 import { tencentImC2CChannel } from './channel.ts';
 import { SendPacer } from '../../tencent-im/send-pacer.ts';
@@ -18,7 +17,7 @@ import { perAppChannel } from '../per-app.ts';
 export function createTencentImC2C(ctx: ChannelContext): DeliveryChannel {
   const { config, logger, metrics } = ctx;
   const im = config.tencent_im;
-  const routes = channelRoutes(config);
+  const { routes } = ctx;
   const byApp = new Map<string, DeliveryChannel>();
   for (const app of tencentApps(config).values()) {
     const client = new TencentImClient(

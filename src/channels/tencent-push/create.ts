@@ -3,7 +3,7 @@ import { LedgerRepository } from '../../ledger/repository.ts';
 import { TencentPushClient } from '../../tencent-im/push-client.ts';
 import { SendPacer } from '../../tencent-im/send-pacer.ts';
 import { UserSigCache } from '../../tencent-im/usersig.ts';
-import type { ChannelContext } from '../registry.ts';
+import type { ChannelContext } from '../types.ts';
 import type { DeliveryChannel } from '../types.ts';
 import { tencentPushChannel } from './channel.ts';
 import { tencentApps } from '../../config/tencent-apps.ts';
