@@ -9,6 +9,11 @@ export interface TencentApp {
   baseUrl: string;
   rateLimitPerSecond: number;
   pushRateLimitPerSecond: number;
+  /**
+   * Redis namespace of its pacers: the shorthand app (tencent_im.app_code) keeps the single-app names, so processes
+   * of the previous release and this one share one pacer during a rolling deploy; every other app gets its own.
+   */
+  pacerScope: string;
 }
 
 /**
@@ -19,12 +24,13 @@ export function tencentApps(config: NoticeConfig): Map<string, TencentApp> {
   const im = config.tencent_im;
   const apps = new Map<string, TencentApp>();
   const defaults = { adminIdentifier: im.admin_identifier, baseUrl: im.base_url, rateLimitPerSecond: im.rate_limit_per_second, pushRateLimitPerSecond: config.tencent_push.rate_limit_per_second };
-  if (im.app_code !== undefined) apps.set(im.app_code, { appCode: im.app_code, sdkAppId: im.sdk_app_id, secretKey: im.secret_key, ...defaults });
+  if (im.app_code !== undefined) apps.set(im.app_code, { appCode: im.app_code, sdkAppId: im.sdk_app_id, secretKey: im.secret_key, ...defaults, pacerScope: '' });
   for (const [appCode, app] of Object.entries(im.apps)) {
     apps.set(appCode, {
       appCode, sdkAppId: app.sdk_app_id, secretKey: app.secret_key,
       adminIdentifier: app.admin_identifier ?? defaults.adminIdentifier, baseUrl: app.base_url ?? defaults.baseUrl,
       rateLimitPerSecond: app.rate_limit_per_second ?? defaults.rateLimitPerSecond, pushRateLimitPerSecond: app.push_rate_limit_per_second ?? defaults.pushRateLimitPerSecond,
+      pacerScope: `:${appCode}`,
     });
   }
   return apps;

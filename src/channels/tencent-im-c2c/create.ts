@@ -26,7 +26,7 @@ export function createTencentImC2C(ctx: ChannelContext): DeliveryChannel {
       logger.child({ app: app.appCode }),
     );
     // Tencent's quota is per app, not per process: the pacer's clock lives in Redis and every deliver process shares it.
-    const pacer = new SendPacer(ctx.redis, config.redis.prefix, app.rateLimitPerSecond, () => metrics?.sendsRefused.inc({ channel: CHANNEL_TENCENT_IM_C2C, app: app.appCode }), `tencent-im:${app.appCode}`);
+    const pacer = new SendPacer(ctx.redis, config.redis.prefix, app.rateLimitPerSecond, () => metrics?.sendsRefused.inc({ channel: CHANNEL_TENCENT_IM_C2C, app: app.appCode }), `tencent-im${app.pacerScope}`);
     metrics?.sendRateLimit.set({ channel: CHANNEL_TENCENT_IM_C2C, app: app.appCode }, app.rateLimitPerSecond);
     byApp.set(app.appCode, tencentImC2CChannel({
       app: app.appCode,

@@ -22,7 +22,7 @@ export function createTencentPush(ctx: ChannelContext): DeliveryChannel {
       new UserSigCache(app.sdkAppId, app.secretKey, app.adminIdentifier, im.usersig_ttl),
       logger.child({ app: app.appCode }),
     );
-    const pacer = new SendPacer(ctx.redis, config.redis.prefix, app.pushRateLimitPerSecond, () => metrics?.sendsRefused.inc({ channel: CHANNEL_TENCENT_PUSH, app: app.appCode }), `tencent-push:${app.appCode}`);
+    const pacer = new SendPacer(ctx.redis, config.redis.prefix, app.pushRateLimitPerSecond, () => metrics?.sendsRefused.inc({ channel: CHANNEL_TENCENT_PUSH, app: app.appCode }), `tencent-push${app.pacerScope}`);
     metrics?.sendRateLimit.set({ channel: CHANNEL_TENCENT_PUSH, app: app.appCode }, app.pushRateLimitPerSecond);
     byApp.set(app.appCode, tencentPushChannel({
       app: app.appCode, sender: client, pacer, offlinePush: config.offline_push, fromAccount: app.adminIdentifier,
