@@ -39,7 +39,7 @@ export class NoticeMetrics {
   readonly stalled = new Gauge({ name: 'notice_ingest_stalled', help: '1 while a source has not finished a poll for longer than stall_threshold (readiness is red too)', labelNames: ['source'], registers: [this.registry] });
   readonly secondsSinceProgress = new Gauge({ name: 'notice_ingest_seconds_since_progress', help: 'Seconds since a poll of this source last finished without error', labelNames: ['source'], registers: [this.registry] });
   readonly rowsBehind = new Gauge({ name: 'notice_ingest_rows_behind', help: 'Newest outbox id minus the cursor high-water id', labelNames: ['source'], registers: [this.registry] });
-  readonly backpressured = new Gauge({ name: 'notice_ingest_backpressured', help: '1 while this source reads no new rows because the deliver queue holds max_queued_jobs', labelNames: ['source'], registers: [this.registry] });
+  readonly backpressured = new Gauge({ name: 'notice_ingest_backpressured', help: '1 while this source reads no new rows because the deliver queues of every app hold max_queued_jobs (one full app only parks its facts in the ledger)', labelNames: ['source'], registers: [this.registry] });
   readonly secondsSinceLastEvent = new Gauge({ name: 'notice_ingest_seconds_since_last_event', help: 'Seconds since ingest last recorded an event', labelNames: ['source'], registers: [this.registry] });
   readonly deliveries = new Counter({
     name: 'notice_deliveries_total', help: 'Delivery attempts by outcome (delivered, retryable, failed, rate_limited) and Tencent error code',
