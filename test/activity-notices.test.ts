@@ -21,6 +21,23 @@ afterEach(async () => {
 const sent = (e: TestEnv) => e.fakeIm.messages().map((m) => ({ ...JSON.parse(m.data), _to: m.toAccount, _ext: m.ext, _dup: m.duplicate }));
 const ACTIVITY_ONLY = { wallet_notice_worker: { enabled: false }, activity_notice_worker: { enabled: true, poll_interval: '50ms', lock_ttl: '3s', gap_grace: '5s' } };
 
+describe("a channel's limits are its own", () => {
+  it('a SystemNotice too large for one IM message still reaches the inbox and the phone; only its C2C row fails, TOO_LARGE, with no request', async () => {
+    env = await createTestEnv({ ...ACTIVITY_ONLY, inbox: { enabled: true }, tencent_push: { enabled: true, batch_linger: '10ms' } });
+    const big = Array.from({ length: 40 }, (_, i) => [`k${i}`, 'z'.repeat(400)]);
+    await insertActivityRows(env.owner, env.config.activity_database, [
+      { event_id: 'aev_big', event_type: 'SystemNotice', user_id: '40100', payload: { title_key: 'notice.big.title', body_key: 'notice.big.body', params: Object.fromEntries(big) } },
+    ]);
+    proc = await startPipeline(env.config);
+    const rows = async () => (await env!.notice.query<any[]>('SELECT channel, status, last_error_code FROM notice_delivery_events ORDER BY channel'))[0].map((r) => `${r.channel}:${r.status}:${r.last_error_code}`);
+    await waitFor(rows, (r) => r.length === 3 && r.every((x) => !x.includes(':pending:') && !x.includes(':delivering:')), 15_000, 'three rows final');
+    expect(await rows()).toEqual(['inbox:delivered:null', 'tencent_im_c2c:failed:TOO_LARGE', 'tencent_push:delivered:null']);
+    expect(env.fakeIm.getStats().requests).toBe(0);
+    const [items] = await env.notice.query<any[]>('SELECT LENGTH(payload) AS n FROM notice_inbox_items');
+    expect(Number(items[0].n)).toBeGreaterThan(12 * 1024);
+  });
+});
+
 describe('activity notices (activity_outbox)', () => {
   it('sends each event type as activity_notice with its contract fields; skips unknown types; fails malformed rows with the reason', async () => {
     env = await createTestEnv(ACTIVITY_ONLY);

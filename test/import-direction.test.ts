@@ -59,6 +59,14 @@ describe('imports run one way', () => {
     expect(offenders).toEqual([]);
   });
 
+  it('a source imports no provider or channel (a channel\'s limits are the channel\'s)', () => {
+    const notices = join(ROOT, 'src', 'notices');
+    const offenders = tsFiles(notices).flatMap((file) => importsOf(file)
+      .filter((spec) => spec.startsWith('.') && /^(tencent-im|channels|fake-im)$/.test(relative(join(ROOT, 'src'), join(file, '..', spec)).split(/[\\/]/)[0]!))
+      .map((spec) => `${relative(ROOT, file)}: ${spec}`));
+    expect(offenders).toEqual([]);
+  });
+
   it('the scanner sees dynamic and type-only imports (so the checks above can fail)', () => {
     const found = ts.preProcessFile("import type { A } from '../deliver/a.ts';\nconst m = await import('../ingest/b.ts');", true, true).importedFiles.map((f) => f.fileName);
     expect(found).toEqual(['../deliver/a.ts', '../ingest/b.ts']);

@@ -2,6 +2,7 @@ import { CHANNEL_TENCENT_IM_C2C, formatKey, type LedgerRow } from '../../ledger/
 import type { NoticeMetrics } from '../../observability/metrics.ts';
 import type { TencentImSender } from '../../tencent-im/client.ts';
 import type { OfflinePushInfo } from '../../tencent-im/offline-push.ts';
+import { MAX_MESSAGE_BYTES, messageBytes } from '../../tencent-im/message.ts';
 import type { ChannelOutcome, DeliveryChannel, SendContext } from '../types.ts';
 import type { SendPacer } from '../../tencent-im/send-pacer.ts';
 
@@ -37,6 +38,9 @@ export function tencentImC2CChannel(deps: TencentImC2CDeps): DeliveryChannel {
     name: CHANNEL_TENCENT_IM_C2C,
 
     async send(row: LedgerRow, ctx: SendContext): Promise<ChannelOutcome> {
+      // IM's own limit, checked before any quota is spent: the other channels of the fact are not bound by it.
+      const bytes = messageBytes(row.payload ?? '', row.noticeKind);
+      if (bytes > MAX_MESSAGE_BYTES) return { kind: 'permanent', code: 'TOO_LARGE', message: `payload too large for one IM message: ${bytes} bytes > ${MAX_MESSAGE_BYTES}`, latencyMs: 0 };
       // Obsolete already (a newer balance of the same asset is sent or on its way): finish it without spending quota.
       // Checked when its turn comes, never waited for: a notice with nothing newer goes at once.
       if (row.supersedeKey && deps.skipsSuperseded(row.eventType)) {
