@@ -36,16 +36,23 @@ export interface NoticeProcess {
 }
 
 export async function buildProcess(config: NoticeConfig, roleNames: readonly RoleName[], logger: Logger, metrics = new NoticeMetrics()): Promise<NoticeProcess> {
-  const pool = createMysqlPool(config.mysql.url, config.mysql.pool_size);
-  const producerRedis = createRedis(config.redis.url, 'producer', { cluster: config.redis.cluster });
-  const workerRedis = createRedis(config.redis.url, 'worker', { cluster: config.redis.cluster });
-  const queues = createDeliverQueues(producerRedis, config.redis.prefix, channelQueueSpecs(config));
-  queues.on('error', (err) => logger.warn({ err: err.message }, 'deliver queue connection error'));
+  // An inbox-api process (the one the gateway reaches) touches no queue: it holds no Redis connection or credential.
+  const needsRedis = roleNames.some((r) => r !== 'inbox-api');
+  const pool = createMysqlPool(config.mysql.url, needsRedis ? config.mysql.pool_size : 1);
+  const redis = needsRedis
+    ? { producer: createRedis(config.redis.url, 'producer', { cluster: config.redis.cluster }), worker: createRedis(config.redis.url, 'worker', { cluster: config.redis.cluster }) }
+    : null;
+  const deliverQueues = redis ? createDeliverQueues(redis.producer, config.redis.prefix, channelQueueSpecs(config)) : null;
+  deliverQueues?.on('error', (err) => logger.warn({ err: err.message }, 'deliver queue connection error'));
+  const queuesOrThrow = (): DeliverQueues => {
+    if (!deliverQueues) throw new Error('this process runs only inbox-api, which uses no deliver queue');
+    return deliverQueues;
+  };
 
   const closeConnections = async () => {
-    await Promise.allSettled([queues.close(), pool.end()]);
-    producerRedis.disconnect();
-    workerRedis.disconnect();
+    await Promise.allSettled([deliverQueues?.close(), pool.end()]);
+    redis?.producer.disconnect();
+    redis?.worker.disconnect();
   };
 
   let ingest: IngestRole | undefined;
@@ -54,9 +61,9 @@ export async function buildProcess(config: NoticeConfig, roleNames: readonly Rol
   let inboxApi: InboxApiServer | undefined;
   // Each role's module (and its libraries: the RocketMQ client, express and bull-board) loads only where it runs.
   try {
-    if (roleNames.includes('ingest')) ingest = new (await import('../ingest/ingest-role.ts')).IngestRole(config, pool, queues, logger, metrics);
-    if (roleNames.includes('deliver')) deliver = new (await import('../deliver/deliver-role.ts')).DeliverRole(config, pool, workerRedis, queues, producerRedis, logger, metrics);
-    if (roleNames.includes('dashboard')) dashboard = new (await import('../dashboard/dashboard-role.ts')).DashboardRole(config, pool, queues, logger);
+    if (roleNames.includes('ingest')) ingest = new (await import('../ingest/ingest-role.ts')).IngestRole(config, pool, queuesOrThrow(), logger, metrics);
+    if (roleNames.includes('deliver')) deliver = new (await import('../deliver/deliver-role.ts')).DeliverRole(config, pool, redis!.worker, queuesOrThrow(), redis!.producer, logger, metrics);
+    if (roleNames.includes('dashboard')) dashboard = new (await import('../dashboard/dashboard-role.ts')).DashboardRole(config, pool, queuesOrThrow(), logger);
     if (roleNames.includes('inbox-api')) inboxApi = new (await import('../src/channels/inbox/api/server.ts')).InboxApiServer(config.mysql.url, config.inbox, logger);
   } catch (err) {
     await closeConnections();
@@ -65,21 +72,21 @@ export async function buildProcess(config: NoticeConfig, roleNames: readonly Rol
   const roles: Role[] = [ingest, deliver, dashboard, inboxApi].filter((r): r is IngestRole | DeliverRole | DashboardRole | InboxApiServer => r !== undefined);
 
   metrics.onScrape(async () => {
-    await Promise.all(queues.all.map(async (queue) => {
+    await Promise.all((deliverQueues?.all ?? []).map(async (queue) => {
       const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed', 'prioritized');
       for (const [state, n] of Object.entries(counts)) metrics.queueJobs.set({ queue: queue.name, state }, n);
     }));
   });
-  const readiness = () => checkReadiness(pool, producerRedis, roles, logger);
+  const readiness = () => checkReadiness(pool, redis?.producer ?? null, roles, logger);
   metrics.onScrape(async () => {
     metrics.ready.set((await readiness()).ready ? 1 : 0);
   });
   const health = new HealthServer({ host: config.health.host, httpPort: config.health.http_port, grpcPort: config.health.grpc_port, metrics, readiness, logger });
 
   return {
-    pool, queues, roles, ingest, deliver, dashboard, inboxApi, metrics, health, readiness,
+    pool, get queues() { return queuesOrThrow(); }, roles, ingest, deliver, dashboard, inboxApi, metrics, health, readiness,
     async start() {
-      await warnOnUnsafeRedis(producerRedis, logger);
+      if (redis) await warnOnUnsafeRedis(redis.producer, logger);
       for (const role of roles) await role.start();
       await health.start();
       logger.info({ roles: roles.map((r) => r.name), http_port: health.httpPort || undefined, grpc_port: health.grpcPort || undefined }, 'notice-service started');

@@ -6,7 +6,7 @@ import { withDeadline, type Role } from '../app/role.ts';
 import type { Readiness } from './health-server.ts';
 
 /** Ready = MySQL and Redis answer within a second and every role of this process is running. */
-export async function checkReadiness(pool: Pool, redis: Redis, roles: readonly Role[], logger?: Logger): Promise<Readiness> {
+export async function checkReadiness(pool: Pool, redis: Redis | null, roles: readonly Role[], logger?: Logger): Promise<Readiness> {
   // The answer is unauthenticated: a driver's message (user, host) goes to the log, not into it.
   const probe = async (name: string, what: () => Promise<unknown>) => {
     try {
@@ -19,7 +19,8 @@ export async function checkReadiness(pool: Pool, redis: Redis, roles: readonly R
   };
   const checks: Record<string, string> = {
     mysql: await probe('mysql', () => pool.query('SELECT 1')),
-    redis: await probe('redis', () => redis.ping()),
+    // A process without Redis (inbox-api alone) does not depend on it.
+    ...(redis ? { redis: await probe('redis', () => redis.ping()) } : {}),
   };
   for (const role of roles) {
     checks[`role:${role.name}`] = role.isRunning() ? 'ok' : 'not running';

@@ -141,3 +141,23 @@ describe('notice-service config check', () => {
     expect(run.output()).toMatch(/inbox API 0\.0\.0\.0:13010 .*mutual TLS/);
   });
 });
+
+describe('an inbox-api process', () => {
+  it('holds no Redis connection: it starts, answers and is ready with Redis unreachable', async () => {
+    const port = await freePort();
+    const own = await createTestEnv({ inbox: { enabled: true, api_port: port } });
+    const unreachable = { ...own.config, redis: { ...own.config.redis, url: 'redis://127.0.0.1:1' } };
+    const api = await startPipeline(unreachable, ['inbox-api']);
+    const c = client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    try {
+      expect((await call(c, 'GetUnreadCount', { caller: victim })).unread.count).toBe(0);
+      const ready = await api.readiness();
+      expect(ready).toMatchObject({ ready: true, checks: { mysql: 'ok', 'role:inbox-api': 'ok' } });
+      expect(ready.checks).not.toHaveProperty('redis');
+      expect(() => api.queues).toThrow(/uses no deliver queue/);
+    } finally {
+      await api.stop();
+      await own.close();
+    }
+  });
+});
