@@ -1,4 +1,3 @@
-import type { Pool } from 'mysql2/promise';
 import { createWorld, PIPELINE, processUsage } from './world.ts';
 import { percentile } from './proc-stats.ts';
 import { balanceChanged, insertWalletRows } from '../test/helpers/outbox.ts';
@@ -17,8 +16,8 @@ export interface AppsIsolationResult {
   b_balances: { events: number; p50_ms: number; p99_ms: number };
 }
 
-/** Writes `rows(n)` at `rate`/s for `seconds`; returns event id → commit time. */
-async function stream(pool: Pool, rate: number, seconds: number, write: (n: number) => Promise<string>): Promise<Map<string, number>> {
+/** Calls `write(n)` at `rate`/s for `seconds`; returns event id → commit time. */
+async function stream(rate: number, seconds: number, write: (n: number) => Promise<string>): Promise<Map<string, number>> {
   const committed = new Map<string, number>();
   const started = Date.now();
   for (let n = 1; n <= Math.round(rate * seconds); n++) {
@@ -26,7 +25,6 @@ async function stream(pool: Pool, rate: number, seconds: number, write: (n: numb
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     committed.set(await write(n), Date.now());
   }
-  void pool;
   return committed;
 }
 
@@ -52,12 +50,12 @@ export async function runAppsIsolation(seconds: number, imLatencyMs: number): Pr
     await new Promise((r) => setTimeout(r, 3000)); // A's storm is at full quota before B starts
     const windowStart = Date.now();
     const [kicks, balances] = await Promise.all([
-      stream(world.env.owner, 4, seconds, async (n) => {
+      stream(4, seconds, async (n) => {
         const k = { ...kick(n), app_code: 'hala', event_id: `b_kick_${n}` };
         await insertRoomRows(world.env.owner, world.env.config.room_database, [k]);
         return k.event_id;
       }),
-      stream(world.env.owner, 50, seconds, async (n) => {
+      stream(50, seconds, async (n) => {
         const row = { ...balanceChanged(n), app_code: 'hala', event_id: `b_bal_${n}`, user_id: String(70000 + (n % 200)) };
         await insertWalletRows(world.env.owner, world.env.config.wallet_database, [row]);
         return row.event_id;

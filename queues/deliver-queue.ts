@@ -105,12 +105,9 @@ export class DeliverQueues {
     return queues.byKind.get(route.noticeKind) ?? queues.shared;
   }
 
-  /** Jobs not yet taken by a worker in the queues these kinds go to, over every channel and app (all queues without `kinds`). */
-  async queuedJobs(kinds?: readonly string[]): Promise<number> {
-    const queues = kinds
-      ? [...new Set([...this.channels.values()].flatMap((c) => c.groups.flatMap((g) => kinds.map((kind) => g.byKind.get(kind) ?? g.shared))))]
-      : this.all;
-    const counts = await Promise.all(queues.map((q) => queuedJobs(q)));
+  /** Jobs not yet taken by a worker, over every queue (what the reconciler's refill is bounded by). */
+  async queuedJobs(): Promise<number> {
+    const counts = await Promise.all(this.all.map((q) => queuedJobs(q)));
     return counts.reduce((a, b) => a + b, 0);
   }
 

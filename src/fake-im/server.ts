@@ -99,7 +99,8 @@ export class FakeImServer {
   private sendTimes = new Map<number, number[]>();
   private appStats = new Map<number, { requests: number; rate_limited: number }>();
   private stats = { requests: 0, by_code: {} as Record<string, number>, max_per_second: 0, http_errors: 0, dropped: 0 };
-  private windowCounts = new Map<number, number>();
+  /** Sends per `<SDKAppID>:<second>`: the per-app peak a quota test reads. */
+  private windowCounts = new Map<string, number>();
   private seq = 0;
   private readonly verifiedSigs = new Map<string, number>();
 
@@ -388,9 +389,9 @@ export class FakeImServer {
     }
     if (this.faults.not_imported.includes(msg.To_Account)) return fail(90012, 'To_Account does not exist or is not imported');
 
-    const second = Math.floor(nowMs / 1000) * 10_000 + (app.sdkAppId % 10_000);
-    const inWindow = (this.windowCounts.get(second) ?? 0) + 1;
-    this.windowCounts.set(second, inWindow);
+    const appSecond = `${app.sdkAppId}:${Math.floor(nowMs / 1000)}`;
+    const inWindow = (this.windowCounts.get(appSecond) ?? 0) + 1;
+    this.windowCounts.set(appSecond, inWindow);
     this.stats.max_per_second = Math.max(this.stats.max_per_second, inWindow);
 
     const msgSeq = Number.isInteger(msg.MsgSeq) ? (msg.MsgSeq as number) : 0;

@@ -47,7 +47,7 @@ beforeAll(async () => {
   pki = new TestPki();
   serverCa = pki.ca('server-ca');
   const gatewayCa = pki.ca('gateway-ca');
-  const otherCa = pki.ca('other-ca');
+  pki.ca('other-ca'); // signs the impostor's certificate below
   const server = pki.issue('server-ca', 'notice-api', 'server');
   gateway = pki.issue('gateway-ca', 'gateway', 'client');
   rogue = pki.issue('other-ca', 'rogue', 'client');
@@ -57,7 +57,6 @@ beforeAll(async () => {
     inbox: { enabled: true, page_token_secret: 'edge-secret', api_host: '0.0.0.0', api_port: apiPort, api_tls: { cert_file: server.certFile, key_file: server.keyFile, client_ca_file: gatewayCa.certFile } },
     health: { grpc_port: healthPort, http_port: 0 },
   });
-  void otherCa;
   proc = await startPipeline(env.config, ['deliver', 'inbox-api']);
   await new InboxStore(env.notice).insert([{ appCode: 'lalu', userId: 'victim_1', fact: { sourceName: 't', appCode: 'lalu', sourceEventId: 'secret-1' }, noticeKind: 'activity_notice', eventType: 'SystemNotice', payload: '{"private":"yes"}', createdAtMs: Date.now(), expireAtMs: null }]);
   const pkg = grpc.loadPackageDefinition(await protoLoader.load(INBOX_PROTO, { keepCase: true, longs: String, enums: String, defaults: true })) as any;
