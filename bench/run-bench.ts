@@ -21,7 +21,7 @@ import { overloadRun } from './overload.ts';
 import { FakeRocketMqProxy } from '../test/helpers/fake-rocketmq-proxy.ts';
 import { kick, mqBody } from '../test/helpers/room.ts';
 import { waitFor } from '../test/helpers/env.ts';
-import { configSchema } from '../src/config/schema.ts';
+import { outboxWorker } from '../src/config/primitives.ts';
 import { RemoteFakeIm } from './remote-fake-im.ts';
 
 const SMOKE = process.env.BENCH_SMOKE === '1';
@@ -123,7 +123,7 @@ async function latency(pollInterval: string, rate: number, seconds: number, rate
     const idleBefore = await world.counters();
     await new Promise((r) => setTimeout(r, SMOKE ? 1000 : 5000));
     const idleAfter = await world.counters();
-    const polls = (idleAfter.atMs - idleBefore.atMs) / configSchema.shape.wallet_notice_worker.parse({ poll_interval: pollInterval }).poll_interval;
+    const polls = (idleAfter.atMs - idleBefore.atMs) / outboxWorker.parse({ poll_interval: pollInterval }).poll_interval;
     const committedAt = await steadyStream(world.env.owner, world.env.config.wallet_database, rate, seconds);
     await waitDelivered(world, committedAt.size, 60_000);
     const latencies = world.env.fakeIm.delivered().map((m) => m.receivedAtMs - committedAt.get(JSON.parse(m.data).event_id)!).sort((a, b) => a - b);

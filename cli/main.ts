@@ -4,9 +4,11 @@ import { ConfigError, defaultConfigPath, loadConfigFile } from '../src/config/lo
 import type { NoticeConfig } from '../src/config/schema.ts';
 import { createLogger, redactUrl } from '../src/platform/logger.ts';
 import { RoleConfigError } from '../src/app/role.ts';
-import { ingestEnabled } from '../src/notices/registry.ts';
+import { ingestEnabled } from '../src/notices/sources.ts';
 import type { RoleName } from './run-roles.ts';
-import type { KickPublisher } from '../src/demo/room-demo.ts';
+import { CHANNEL_MODULES, channelRoles } from '../src/channels/registry.ts';
+import { SOURCE_MODULES } from '../src/notices/registry.ts';
+import { sourceModules, sourceSettings } from '../src/notices/sources.ts';
 // Each command imports what it needs when it runs, so a deliver process never loads express or the MQ client.
 
 // From source (cli/) and from the build (dist/cli/) alike.
@@ -46,7 +48,7 @@ program
     const { runMigrations } = await import('../src/db/migrate.ts');
     const { database } = await runMigrations({
       mysqlUrl: config.mysql.url,
-      ownerFixtures: opts.ownerFixtures ? { walletDatabase: config.wallet_database, roomDatabase: config.room_database, activityDatabase: config.activity_database } : undefined,
+      ownerFixtures: opts.ownerFixtures ? config : undefined,
     });
     logger.info({ database, mysql: redactUrl(config.mysql.url), owner_fixtures: Boolean(opts.ownerFixtures) }, 'migrations applied');
   });
@@ -56,7 +58,8 @@ for (const [name, roles, description] of [
   ['deliver', ['deliver'], 'send queued notices over every routed channel (C2C, inbox, push) and record the outcome'],
   ['all', null, 'every enabled role in one process'],
   ['dashboard', ['dashboard'], 'bull-board and the ledger search/requeue page, behind basic auth'],
-  ['inbox-api', ['inbox-api'], 'the inbox gRPC API for the gateway (inbox.api_host:api_port, mutual TLS beyond loopback)'],
+  // Roles a channel serves beyond delivery (the inbox's gRPC API), from its module.
+  ...CHANNEL_MODULES.flatMap((m) => (m.roles ?? []).map((r) => [r.name, [r.name], r.description] as const)),
 ] as const) {
   program
     .command(name)
@@ -75,8 +78,8 @@ function rolesEnabledIn(config: NoticeConfig): RoleName[] {
   const roles: RoleName[] = [];
   if (ingestEnabled(config)) roles.push('ingest');
   if (config.deliver.enabled) roles.push('deliver');
-  if (config.inbox.api_enabled) roles.push('inbox-api');
-  if (roles.length === 0) throw new RoleConfigError('nothing to run: no ingest source is enabled, deliver.enabled and inbox.api_enabled are false');
+  for (const role of channelRoles(config)) if (role.enabled(config)) roles.push(role.name);
+  if (roles.length === 0) throw new RoleConfigError('nothing to run: no ingest source is enabled, deliver.enabled is false and no channel role (inbox.api_enabled) is on');
   return roles;
 }
 
@@ -90,7 +93,7 @@ program
     const file = opts.config ?? defaultConfigPath();
     const config = loadConfig(file);
     const { listenerSummary } = await import('../src/config/check.ts');
-    const listeners = listenerSummary(config);
+    const listeners = await listenerSummary(config);
     console.log(`${file}: valid`);
     for (const line of listeners) console.log(`  ${line}`);
   });
@@ -121,59 +124,51 @@ program
     await server.close();
   });
 
-program
+const demoCommand = program
   .command('demo')
-  .description('dev/demo only: keep writing realistic wallet (and room) outbox rows, playing the owner services')
+  .description('dev/demo only: keep writing realistic outbox rows, playing the owner services (each source module\'s demo)')
   .addOption(configOption())
-  .option('--rate <n>', 'wallet rows per second', '5')
-  .option('--total <n>', 'stop after this many wallet rows (0 = run until stopped)', '0')
-  .option('--room', 'also write room_outbox rows (kicks and other room events)', false)
-  .option('--publish-kicks', 'also publish each room notice event to the RocketMQ topic, like room-service', false)
-  .option('--activity', 'also write activity_outbox rows (rewards, finished tasks, system notices)', false)
-  .action(async (opts: { config?: string; rate: string; total: string; room: boolean; publishKicks: boolean; activity: boolean }) => {
-    const config = loadConfig(opts.config);
-    const logger = createLogger(config.log.level, { role: 'demo' });
-    const rate = Math.max(1, Number(opts.rate) || 5);
-    const total = Math.max(0, Number(opts.total) || 0);
-    const { createMysqlPool } = await import('../src/platform/mysql.ts');
-    const { writeDemoWalletRows } = await import('../src/demo/wallet-demo.ts');
-    const { startKickPublisher, writeDemoRoomRows } = await import('../src/demo/room-demo.ts');
-    const { writeDemoActivityRows } = await import('../src/demo/activity-demo.ts');
-    const pool = createMysqlPool(config.mysql.url, 2);
-    let publisher: KickPublisher | undefined;
-    let connecting: Promise<void> | null = null;
-    // The MQ publisher connects in the background: outbox rows (wallet, VIP, kicks) are written from the first
-    // second whatever RocketMQ is doing, and kicks are also published once it is up.
-    const connectPublisher = () => {
-      if (!opts.publishKicks || publisher || connecting) return;
-      connecting = startKickPublisher(config, logger)
-        .then((p) => {
-          publisher = p;
-          logger.info('RocketMQ kick publisher connected');
-        }, (err: Error) => logger.warn({ err: err.message }, 'RocketMQ kick publisher not up yet; kicks still go to room_outbox; retrying'))
-        .finally(() => (connecting = null));
-    };
-    let written = 0;
-    let stopping = false;
-    process.once('SIGTERM', () => (stopping = true));
-    process.once('SIGINT', () => (stopping = true));
-    while (!stopping && (total === 0 || written < total)) {
-      const batch = total === 0 ? rate : Math.min(rate, total - written);
-      try {
-        connectPublisher();
-        written += await writeDemoWalletRows(pool, config.wallet_database, batch);
-        const room = opts.room ? await writeDemoRoomRows(pool, config.room_database, Math.max(1, Math.ceil(batch / 5)), publisher) : 0;
-        const activity = opts.activity ? await writeDemoActivityRows(pool, config.activity_database, Math.max(1, Math.ceil(batch / 5))) : 0;
-        logger.info({ wallet_rows: written, room_rows: room, activity_rows: activity }, 'demo rows committed');
-      } catch (err) {
-        logger.warn({ err: (err as Error).message }, 'demo write failed; retrying');
+  .option('--rate <n>', 'rows per second of the main stream (the wallet); the others write a share of it', '5')
+  .option('--total <n>', 'stop after this many rows of the main stream (0 = run until stopped)', '0');
+for (const module of SOURCE_MODULES) {
+  const demo = module.demo;
+  if (demo?.flag) demoCommand.option(`--${demo.flag.name}`, demo.flag.description, false);
+  for (const option of demo?.options ?? []) demoCommand.option(`--${option.name}`, option.description, false);
+}
+demoCommand.action(async (opts: Record<string, string | boolean | undefined> & { config?: string; rate: string; total: string }) => {
+  const config = loadConfig(opts.config);
+  const logger = createLogger(config.log.level, { role: 'demo' });
+  const rate = Math.max(1, Number(opts.rate) || 5);
+  const total = Math.max(0, Number(opts.total) || 0);
+  const { createMysqlPool } = await import('../src/platform/mysql.ts');
+  const pool = createMysqlPool(config.mysql.url, 2);
+  // Commander names --publish-kicks publishKicks; the modules know their flags by their dashed names.
+  const flags = new Set(Object.entries(opts).filter(([, v]) => v === true).map(([k]) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)));
+  const writers = await Promise.all(sourceModules(config)
+    .filter((m) => m.demo && (!m.demo.flag || flags.has(m.demo.flag.name)))
+    .map(async (m) => ({ module: m, share: m.demo!.share, writer: await m.demo!.open({ config, pool, database: sourceSettings(config, m).database, logger, flags }) })));
+  let written = 0;
+  let stopping = false;
+  process.once('SIGTERM', () => (stopping = true));
+  process.once('SIGINT', () => (stopping = true));
+  while (!stopping && (total === 0 || written < total)) {
+    const batch = total === 0 ? rate : Math.min(rate, total - written);
+    const rows: Record<string, number> = {};
+    try {
+      for (const { module, share, writer } of writers) {
+        const n = await writer.write(share >= 1 ? batch : Math.max(1, Math.ceil(batch * share)));
+        rows[`${module.key}_rows`] = n;
+        if (share >= 1) written += n;
       }
-      await new Promise((r) => setTimeout(r, 1000));
+      logger.info({ ...rows, total_rows: written }, 'demo rows committed');
+    } catch (err) {
+      logger.warn({ err: (err as Error).message }, 'demo write failed; retrying');
     }
-    await connecting;
-    await (publisher as KickPublisher | undefined)?.close();
-    await pool.end();
-  });
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  for (const { writer } of writers) await writer.close?.();
+  await pool.end();
+});
 
 program
   .command('inspect')

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { channelQueueSpecs } from '../src/channels/registry.ts';
+import { channelQueueSpecs, channelRoles } from '../src/channels/registry.ts';
 import { type NoticeConfig } from '../src/config/schema.ts';
 import { createMysqlPool, type Pool } from '../src/platform/mysql.ts';
 import { createRedis, type Redis } from '../src/platform/redis.ts';
@@ -7,13 +7,14 @@ import { createDeliverQueues, type DeliverQueues } from '../queues/deliver-queue
 import type { IngestRole } from '../ingest/ingest-role.ts';
 import type { DeliverRole } from '../deliver/deliver-role.ts';
 import type { DashboardRole } from '../dashboard/dashboard-role.ts';
-import type { InboxApiServer } from '../src/channels/inbox/api/server.ts';
 import { withDeadline, type Role } from '../src/app/role.ts';
 import { checkReadiness } from '../src/observability/readiness.ts';
 import { NoticeMetrics } from '../src/observability/metrics.ts';
 import { HealthServer, type Readiness } from '../src/observability/health-server.ts';
 
-export type RoleName = 'ingest' | 'deliver' | 'dashboard' | 'inbox-api';
+/** ingest, deliver, dashboard, or a role a channel module serves (inbox-api). */
+export type RoleName = string;
+const CORE_ROLES = ['ingest', 'deliver', 'dashboard'];
 
 /**
  * The connections and roles of one process, built from config; used by the CLI and by in-process tests. This is the
@@ -26,7 +27,8 @@ export interface NoticeProcess {
   ingest?: IngestRole;
   deliver?: DeliverRole;
   dashboard?: DashboardRole;
-  inboxApi?: InboxApiServer;
+  /** Roles channel modules serve (the inbox API). */
+  channelRoles: Role[];
   metrics: NoticeMetrics;
   health: HealthServer;
   readiness(): Promise<Readiness>;
@@ -36,8 +38,11 @@ export interface NoticeProcess {
 }
 
 export async function buildProcess(config: NoticeConfig, roleNames: readonly RoleName[], logger: Logger, metrics = new NoticeMetrics()): Promise<NoticeProcess> {
-  // An inbox-api process (the one the gateway reaches) touches no queue: it holds no Redis connection or credential.
-  const needsRedis = roleNames.some((r) => r !== 'inbox-api');
+  const served = channelRoles(config);
+  const unknown = roleNames.filter((r) => !CORE_ROLES.includes(r) && !served.some((s) => s.name === r));
+  if (unknown.length > 0) throw new Error(`unknown role ${unknown.join(', ')} (roles: ${[...CORE_ROLES, ...served.map((s) => s.name)].join(', ')})`);
+  // A channel's own role (the inbox API, the one the gateway reaches) touches no queue: no Redis connection or credential.
+  const needsRedis = roleNames.some((r) => CORE_ROLES.includes(r));
   const pool = createMysqlPool(config.mysql.url, needsRedis ? config.mysql.pool_size : 1);
   const redis = needsRedis
     ? { producer: createRedis(config.redis.url, 'producer', { cluster: config.redis.cluster }), worker: createRedis(config.redis.url, 'worker', { cluster: config.redis.cluster }) }
@@ -58,18 +63,18 @@ export async function buildProcess(config: NoticeConfig, roleNames: readonly Rol
   let ingest: IngestRole | undefined;
   let deliver: DeliverRole | undefined;
   let dashboard: DashboardRole | undefined;
-  let inboxApi: InboxApiServer | undefined;
+  const extra: Role[] = [];
   // Each role's module (and its libraries: the RocketMQ client, express and bull-board) loads only where it runs.
   try {
     if (roleNames.includes('ingest')) ingest = new (await import('../ingest/ingest-role.ts')).IngestRole(config, pool, queuesOrThrow(), logger, metrics);
     if (roleNames.includes('deliver')) deliver = new (await import('../deliver/deliver-role.ts')).DeliverRole(config, pool, redis!.worker, queuesOrThrow(), redis!.producer, logger, metrics);
     if (roleNames.includes('dashboard')) dashboard = new (await import('../dashboard/dashboard-role.ts')).DashboardRole(config, pool, queuesOrThrow(), logger);
-    if (roleNames.includes('inbox-api')) inboxApi = new (await import('../src/channels/inbox/api/server.ts')).InboxApiServer(config.mysql.url, config.inbox, logger);
+    for (const role of served) if (roleNames.includes(role.name)) extra.push(await role.create(config, logger));
   } catch (err) {
     await closeConnections();
     throw err;
   }
-  const roles: Role[] = [ingest, deliver, dashboard, inboxApi].filter((r): r is IngestRole | DeliverRole | DashboardRole | InboxApiServer => r !== undefined);
+  const roles: Role[] = [...[ingest, deliver, dashboard].filter((r): r is IngestRole | DeliverRole | DashboardRole => r !== undefined), ...extra];
 
   metrics.onScrape(async () => {
     await Promise.all((deliverQueues?.all ?? []).map(async (queue) => {
@@ -84,7 +89,7 @@ export async function buildProcess(config: NoticeConfig, roleNames: readonly Rol
   const health = new HealthServer({ host: config.health.host, httpPort: config.health.http_port, grpcPort: config.health.grpc_port, metrics, readiness, logger });
 
   return {
-    pool, get queues() { return queuesOrThrow(); }, roles, ingest, deliver, dashboard, inboxApi, metrics, health, readiness,
+    pool, get queues() { return queuesOrThrow(); }, roles, ingest, deliver, dashboard, channelRoles: extra, metrics, health, readiness,
     async start() {
       if (redis) await warnOnUnsafeRedis(redis.producer, logger);
       for (const role of roles) await role.start();

@@ -6,8 +6,8 @@ import { ExpressAdapter } from '@bull-board/express';
 import type { NoticeConfig } from '../src/config/schema.ts';
 import { LedgerQueries } from '../src/ledger/queries.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
-import { sourcePolicy } from '../src/notices/registry.ts';
-import { CHANNEL_NAMES, channelModule } from '../src/channels/registry.ts';
+import { sourcePolicy } from '../src/notices/sources.ts';
+import { channelModule, channelModules } from '../src/channels/registry.ts';
 import { AuditLog } from '../src/ops/audit-log.ts';
 import { DeliveryHistory } from '../src/ledger/history.ts';
 import { RejectStore } from '../src/intake/reject-store.ts';
@@ -44,7 +44,7 @@ export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Del
   const adapters = queues.channelNames.flatMap((channel) => queues.ofChannel(channel).map((queue) => {
     // Retrying a BullMQ job cannot revive a failed ledger row (its claim would refuse it), so the board's retry is hidden;
     // operators requeue from the Notices page, which moves the ledger row first.
-    const adapter = new BullMQAdapter(queue, { readOnlyMode: settings.read_only, allowRetries: false, description: `${channelModule(channel)?.description ?? channel}; job data is the ledger key only. Requeue failed events from Notices.` });
+    const adapter = new BullMQAdapter(queue, { readOnlyMode: settings.read_only, allowRetries: false, description: `${channelModule(config, channel)?.description ?? channel}; job data is the ledger key only. Requeue failed events from Notices.` });
     // Job data is only the ledger key; show exactly that, whatever a future producer adds.
     adapter.setFormatter('data', (data: DeliverJobData) => ({ sourceName: data?.sourceName, appCode: data?.appCode, sourceEventId: data?.sourceEventId, channel: data?.channel, eventType: data?.eventType }));
     return adapter;
@@ -74,7 +74,7 @@ export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Del
     queues,
     readOnly: settings.read_only,
     maxRetryFor: (source) => policyFor(source).maxRetryCount,
-    rateLimitPerSecond: config.tencent_im.rate_limit_per_second,
+    channels: channelModules(config).map((m) => ({ name: m.name, rateLimitPerSecond: m.rateLimitPerSecond(config) })),
     audit: new AuditLog(pool),
     history: new DeliveryHistory(pool, (err) => logger.warn({ err: err.message }, 'could not write delivery history')),
   }));
@@ -84,7 +84,7 @@ export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Del
     audit: new AuditLog(pool),
     readOnly: settings.read_only,
   }));
-  const page = noticesPage({ apiPath: `${base}/api/notices`, rejectsPath: `${base}/api/rejects`, queuesPath: `${base}/queues`, environment: settings.environment, readOnly: settings.read_only, channels: CHANNEL_NAMES });
+  const page = noticesPage({ apiPath: `${base}/api/notices`, rejectsPath: `${base}/api/rejects`, queuesPath: `${base}/queues`, environment: settings.environment, readOnly: settings.read_only, channels: channelModules(config).map((m) => m.name) });
   app.get(`${base}/notices`, (_req, res) => void res.type('html').send(page.replace('<script>', `<script nonce="${res.locals.cspNonce}">`)));
   app.get(['/', base], (_req, res) => res.redirect(`${base}/queues`));
   app.use(errorHandler(logger));

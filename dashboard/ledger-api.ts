@@ -2,7 +2,6 @@ import express, { type Request, type Response } from 'express';
 import type { LedgerQueries } from '../src/ledger/queries.ts';
 import type { LedgerKey } from '../src/ledger/types.ts';
 import type { LedgerRepository } from '../src/ledger/repository.ts';
-import { CHANNEL_NAMES } from '../src/channels/registry.ts';
 import { runRequeue } from '../src/ops/requeue-run.ts';
 import type { Pool } from '../src/platform/mysql.ts';
 import { presentRow, withTimelines } from '../src/ledger/present.ts';
@@ -17,8 +16,8 @@ export interface LedgerApiDeps {
   queues: DeliverQueues;
   readOnly: boolean;
   maxRetryFor: (source: string) => number;
-  /** tencent_im.rate_limit_per_second, shown next to the send rate. */
-  rateLimitPerSecond: number;
+  /** Every channel, with its provider's quota (null: none), for the send-rate tiles and the channel filter. */
+  channels: ReadonlyArray<{ name: string; rateLimitPerSecond: number | null }>;
   audit: AuditLog;
   history: DeliveryHistory;
 }
@@ -50,8 +49,11 @@ export function ledgerApi(deps: LedgerApiDeps): express.Router {
       window: '1h',
       by_status: glance.byStatus,
       oldest_pending_age_ms: glance.oldestPendingAgeMs,
-      send_rate_per_second: Math.round((glance.deliveredLastMinute / 60) * 10) / 10,
-      rate_limit_per_second: deps.rateLimitPerSecond,
+      channels: deps.channels.map((c) => ({
+        channel: c.name,
+        send_rate_per_second: Math.round(((glance.deliveredLastMinute[c.name] ?? 0) / 60) * 10) / 10,
+        rate_limit_per_second: c.rateLimitPerSecond,
+      })),
     });
   });
 
@@ -65,7 +67,8 @@ export function ledgerApi(deps: LedgerApiDeps): express.Router {
     const page = clamp(Number(req.query.page ?? 1), 1, 100_000);
     const source = typeof req.query.source === 'string' && req.query.source ? req.query.source : undefined;
     const channel = typeof req.query.channel === 'string' && req.query.channel ? req.query.channel : undefined;
-    if (channel !== undefined && !CHANNEL_NAMES.includes(channel)) return void res.status(400).json({ error: `channel must be one of ${CHANNEL_NAMES.join(', ')}` });
+    const names = deps.channels.map((c) => c.name);
+    if (channel !== undefined && !names.includes(channel)) return void res.status(400).json({ error: `channel must be one of ${names.join(', ')}` });
     const { rows, total } = await deps.queries.byStatus('failed', { limit: pageSize, offset: (page - 1) * pageSize, sourceName: source, channel });
     res.json({ rows: rows.map(presentRow), total, page, page_size: pageSize });
   });

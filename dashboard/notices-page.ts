@@ -107,12 +107,13 @@ async function loadGlance() {
   const g = await api('/summary');
   const tiles = [];
   const totals = {};
-  for (const r of g.by_status) { const k = r.status + (r.channel === 'tencent_im_c2c' ? '' : ' · ' + r.channel); totals[k] = (totals[k] || 0) + r.count; if (r.capped) totals[k + '+'] = true; }
+  for (const r of g.by_status) { const k = r.status + ' · ' + r.channel; totals[k] = (totals[k] || 0) + r.count; if (r.capped) totals[k + '+'] = true; }
   for (const status of ['delivered', 'delivered_unconfirmed', 'superseded', 'pending', 'delivering', 'retryable', 'failed']) {
     for (const k of Object.keys(totals).filter((k) => !k.endsWith('+') && k.split(' · ')[0] === status)) tiles.push(tile(k + ' (1h)', totals[k] + (totals[k + '+'] ? '+' : ''), status === 'failed' && totals[k] > 0));
   }
   tiles.push(tile('oldest pending', age(g.oldest_pending_age_ms), g.oldest_pending_age_ms > 60000));
-  tiles.push(tile('sent/s (last min) · limit', g.send_rate_per_second + ' · ' + (g.rate_limit_per_second || 'off'), false));
+  // One send-rate tile per channel, against its provider's quota.
+  for (const c of g.channels) tiles.push(tile('sent/s · limit · ' + c.channel, c.send_rate_per_second + ' · ' + (c.rate_limit_per_second || 'off'), false));
   $('glance').replaceChildren(...tiles);
 }
 async function loadAudit() {

@@ -4,7 +4,7 @@ import type { Pool } from 'mysql2/promise';
 import type { Logger } from 'pino';
 import type { NoticeConfig } from '../src/config/schema.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
-import { outboxNoticeModules, sourcePolicy } from '../src/notices/registry.ts';
+import { outboxNoticeModules, sourcePolicy } from '../src/notices/sources.ts';
 import { RoleConfigError, withDeadline, type Role } from '../src/app/role.ts';
 import { newWorkerId } from '../src/app/worker-id.ts';
 import type { DeliverJobData, DeliverQueues } from '../queues/deliver-queue.ts';
@@ -18,6 +18,7 @@ import { channelModule, type ChannelModule } from '../src/channels/registry.ts';
 import { routedChannels } from '../src/channels/routing.ts';
 import type { DeliveryChannel } from '../src/channels/types.ts';
 import type { DeliveryOutcome, DeliveryPorts } from '../src/delivery/deliver-once.ts';
+import { channelLedger, deliveryLedger } from '../src/delivery/ledger-port.ts';
 import { tencentApps } from '../src/config/tencent-apps.ts';
 import { channelRoutes } from '../src/channels/routing.ts';
 import { describeError } from '../src/platform/errors.ts';
@@ -28,7 +29,7 @@ import { describeError } from '../src/platform/errors.ts';
  */
 export function channelRegistryProblems(config: NoticeConfig): string[] {
   return routedChannels(config).flatMap((name) => {
-    const problem = channelModule(name)?.senderProblem(config);
+    const problem = channelModule(config, name)?.senderProblem(config);
     return problem ? [`channel ${name}: ${problem}`] : [];
   });
 }
@@ -55,7 +56,7 @@ export class DeliverRole implements Role {
   ) {
     const problems = channelRegistryProblems(config);
     if (problems.length > 0) throw new RoleConfigError(`deliver refuses to start: ${problems.join('; ')}`);
-    this.modules = routedChannels(config).map((name) => channelModule(name)!);
+    this.modules = routedChannels(config).map((name) => channelModule(config, name)!);
     if (this.modules.length === 0) throw new RoleConfigError('deliver refuses to start: no notice kind is routed to any channel (tencent_im.kinds, inbox.kinds)');
   }
 
@@ -67,19 +68,12 @@ export class DeliverRole implements Role {
     const ports = new Map<string, DeliveryPorts>();
     const apps = tencentApps(this.config);
     const routes = channelRoutes(this.config);
+    const port = deliveryLedger(hot, ledger, this.workerId);
     for (const module of this.modules) {
-      const channel = await module.create({ config: this.config, pool: this.pool, redis: this.connection, newerVersion: (row) => hot.newerVersion(row), routes, logger: this.logger, metrics: this.metrics });
+      const channel = await module.create({ config: this.config, pool: this.pool, redis: this.connection, ledger: channelLedger(ledger), newerVersion: (row) => hot.newerVersion(row), routes, logger: this.logger, metrics: this.metrics });
       this.channels.push(channel);
       ports.set(module.name, {
-        ledger: {
-          claim: (key) => hot.claim(key),
-          recordDelivered: (key, ref) => hot.recordDelivered(key, ref),
-          recordSuperseded: (key, newer) => hot.recordSuperseded(key, newer),
-          recordFailed: (key, code, message, at) => ledger.recordFailed(key, this.workerId, code, message, at),
-          recordUnconfirmed: (key, ref, code, message, at) => ledger.recordUnconfirmed(key, this.workerId, ref, code, message, at),
-          recordRetryable: (key, code, message, retryAt, at) => ledger.recordRetryable(key, this.workerId, code, message, retryAt, at),
-          release: (key, code, message, retryAt, at) => ledger.releaseRateLimited(key, this.workerId, code, message, retryAt, at),
-        },
+        ledger: port,
         channel,
         workerId: this.workerId,
         maxRetryCount: (source) => policyFor(source).maxRetryCount,
@@ -94,8 +88,6 @@ export class DeliverRole implements Role {
       });
     }
     const processor = createDeliverProcessor({ portsFor: (channel) => ports.get(channel), retryBaseMs: this.config.deliver.retry_base_delay, retryMaxMs: this.config.deliver.retry_max_delay, logger: this.logger, metrics: this.metrics });
-    // A send can take two HTTP timeouts (a re-sign makes it two requests); the job lock must outlast it.
-    const longestSendMs = this.config.tencent_im.request_timeout * 2;
     // Several BullMQ workers share a channel's concurrency (see fetchLanes): a burst starts sending after a few
     // fetches. Each queue has its own lanes, so a kind's jobs are claimed while another kind's backlog waits; the
     // C2C pacer then hands out the quota by priority among everything claimed.
@@ -108,7 +100,8 @@ export class DeliverRole implements Role {
         prefix: this.config.redis.prefix,
         concurrency,
         settings: { backoffStrategy: ledgerBackoff(this.config.deliver.retry_base_delay, this.config.deliver.retry_max_delay) },
-        lockDuration: Math.max(this.config.deliver.job_lock_duration, longestSendMs),
+        // The job lock outlasts the channel's longest send (its own timeouts: two HTTP calls for a re-sign).
+        lockDuration: Math.max(this.config.deliver.job_lock_duration, module.longestSendMs(this.config)),
         stalledInterval: this.config.deliver.job_lock_duration,
         maxStalledCount: 3,
         autorun: false,

@@ -10,7 +10,7 @@ import { createMysqlPool } from '../src/platform/mysql.ts';
 import { FactRecorder } from '../src/intake/fact-recorder.ts';
 import { RejectStore } from '../src/intake/reject-store.ts';
 import { MqConsumerLoop } from '../src/rocketmq/consumer-loop.ts';
-import { ingestEnabled, mqNoticeModules, outboxNoticeModules } from '../src/notices/registry.ts';
+import { ingestEnabled, ingestSwitches, mqNoticeModules, outboxNoticeModules } from '../src/notices/sources.ts';
 import { RoleConfigError, type Role } from '../src/app/role.ts';
 import { newWorkerId } from '../src/app/worker-id.ts';
 import { channelRoutes } from '../src/channels/routing.ts';
@@ -28,7 +28,7 @@ export class IngestRole implements Role {
 
   constructor(config: NoticeConfig, pool: Pool, queues: DeliverQueues, logger: Logger, metrics?: NoticeMetrics) {
     if (!ingestEnabled(config)) {
-      throw new RoleConfigError('ingest has no source enabled: set wallet_notice_worker.enabled, room_notice_worker.enabled, activity_notice_worker.enabled, or rocketmq.enabled with rocketmq.room_outbox.enabled');
+      throw new RoleConfigError(`ingest has no source enabled: set ${ingestSwitches(config).join(', or ')}`);
     }
     const ledger = new LedgerRepository(pool);
     const cursors = new CursorStore(pool);

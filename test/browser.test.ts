@@ -58,10 +58,10 @@ describe('dashboard in a real browser', () => {
     await expect(row.textContent()).resolves.toContain('90012');
     // The header: the last hour by status, the oldest pending row, the send rate against the limit.
     const glance = page.locator('#glance');
-    await glance.locator('.tile').filter({ hasText: 'delivered (1h)' }).filter({ hasText: /^2/ }).waitFor({ timeout: 10_000 });
-    await expect(glance.locator('.tile.bad').filter({ hasText: 'failed (1h)' }).textContent()).resolves.toMatch(/^1failed/);
+    await glance.locator('.tile').filter({ hasText: 'delivered · tencent_im_c2c (1h)' }).filter({ hasText: /^2/ }).waitFor({ timeout: 10_000 });
+    await expect(glance.locator('.tile.bad').filter({ hasText: 'failed · tencent_im_c2c (1h)' }).textContent()).resolves.toMatch(/^1failed/);
     await expect(glance.locator('.tile').filter({ hasText: 'oldest pending' }).textContent()).resolves.toMatch(/^none/);
-    await expect(glance.locator('.tile').filter({ hasText: 'sent/s' }).textContent()).resolves.toMatch(/^\d+(\.\d)? · off/);
+    await expect(glance.locator('.tile').filter({ hasText: 'sent/s · limit · tencent_im_c2c' }).textContent()).resolves.toMatch(/^\d+(\.\d)? · off/);
     await page.screenshot({ path: join(SCREENSHOT_DIR, 'notices-failed.png') });
 
     env.fakeIm.setFaults({});
@@ -71,7 +71,7 @@ describe('dashboard in a real browser', () => {
     await waitFor(async () => env!.fakeIm.delivered().filter((m) => m.toAccount === '10002').length, (n) => n === 1, 15_000, 'delivery after requeue');
     await page.reload();
     await page.locator('#total').filter({ hasText: '(0)' }).waitFor();
-    await glance.locator('.tile').filter({ hasText: 'delivered (1h)' }).filter({ hasText: /^3/ }).waitFor({ timeout: 10_000 });
+    await glance.locator('.tile').filter({ hasText: 'delivered · tencent_im_c2c (1h)' }).filter({ hasText: /^3/ }).waitFor({ timeout: 10_000 });
     // The event's timeline: recorded, the failed attempt with Tencent's code, the requeue by the operator, delivered.
     await page.locator('#kind').selectOption('event_id');
     await page.locator('#q').fill('tx_2:WalletBalanceChanged:10002:COIN');
@@ -93,7 +93,7 @@ describe('dashboard in a real browser', () => {
     await new AuditLog(env.notice).record({ actor: 'ops', via: 'cli', action: 'requeue_failed', matched: 1, affected: 0, detail: { event_ids: ['evil\u202Etxt.exe'] } });
     await page.reload();
     await expect(page.locator('#audit tbody tr').first().textContent()).resolves.toContain('evil[U+202E]txt.exe');
-    expect(await glance.locator('.tile').filter({ hasText: 'failed (1h)' }).count()).toBe(0);
+    expect(await glance.locator('.tile').filter({ hasText: 'failed · tencent_im_c2c (1h)' }).count()).toBe(0);
     await page.screenshot({ path: join(SCREENSHOT_DIR, 'notices-after-requeue.png') });
     expect((await ledgerStatusCounts(env.notice)).delivered).toBe(3);
   });

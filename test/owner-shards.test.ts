@@ -6,6 +6,7 @@ import { PrivateMariaDb } from './helpers/mariadb-server.ts';
 import { startPipeline } from './helpers/pipeline.ts';
 import type { NoticeProcess } from '../cli/run-roles.ts';
 import { createOwnerFixtures } from '../src/db/owner-fixtures.ts';
+import { configSchema } from '../src/config/schema.ts';
 
 /**
  * An owner outbox split over two MySQL servers (the shared one and a private mariadbd), three apps: each shard has
@@ -30,7 +31,7 @@ describe('owner outboxes on other servers, in shards', () => {
     await far.start();
     const farPool = mysql.createPool({ uri: far.url, connectionLimit: 2 });
     try {
-      await createOwnerFixtures(farPool, 'far_wallet', 'far_room', 'far_activity');
+      await createOwnerFixtures(farPool, configSchema.parse({ mysql: { url: far.url }, redis: { url: 'redis://127.0.0.1' } }), { wallet: 'far_wallet', room: 'far_room', activity: 'far_activity' });
       env = await createTestEnv({
         tencent_im: { apps: { hala: { sdk_app_id: HALA.sdkAppId, secret_key: HALA.secretKey } } },
         wallet_notice_worker: { enabled: true, poll_interval: '50ms', lock_ttl: '3s', gap_grace: '5s', max_retry_count: 3, stall_threshold: '1s' },

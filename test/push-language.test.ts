@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { configSchema } from '../src/config/schema.ts';
-import { outboxNoticeModules, mqNoticeModules } from '../src/notices/registry.ts';
+import { outboxNoticeModules, mqNoticeModules } from '../src/notices/sources.ts';
 import { renderOfflinePush, type RenderedPush } from '../src/tencent-im/offline-push.ts';
 import type { MappedEvent } from '../src/notices/types.ts';
 

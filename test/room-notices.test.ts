@@ -188,7 +188,7 @@ describe('room kick notices', () => {
 
 describe('demo producer (docker compose `demo --publish-kicks`)', () => {
   it('publishes kicks and rocket rewards with the MQ contract (tag = event type, keys = event id) that the consumer turns into room notices', async () => {
-    const { startKickPublisher, writeDemoRoomRows } = await import('../src/demo/room-demo.ts');
+    const { startKickPublisher, writeDemoRoomRows } = await import('../src/notices/room/demo.ts');
     const { createLogger } = await import('../src/platform/logger.ts');
     const proxy = await startMq();
     env = await createTestEnv(mqConfig(proxy.endpoint));

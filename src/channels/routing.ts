@@ -1,5 +1,5 @@
 import type { NoticeConfig } from '../config/schema.ts';
-import { CHANNEL_NAMES, channelKinds } from './registry.ts';
+import { channelKinds, channelNames } from './registry.ts';
 
 import type { ChannelRoutes } from './types.ts';
 
@@ -40,9 +40,10 @@ export function channelRoutes(config: NoticeConfig): ChannelRoutes {
 /** Config mistakes in the routing: an override naming a channel that does not exist. */
 export function routingProblems(config: NoticeConfig): string[] {
   const problems: string[] = [];
+  const names = channelNames(config);
   for (const [eventType, channels] of Object.entries(config.channel_overrides)) {
     for (const channel of channels) {
-      if (!CHANNEL_NAMES.includes(channel)) problems.push(`channel_overrides.${eventType}: unknown channel "${channel}" (channels: ${CHANNEL_NAMES.join(', ')})`);
+      if (!names.includes(channel)) problems.push(`channel_overrides.${eventType}: unknown channel "${channel}" (channels: ${names.join(', ')})`);
     }
   }
   return problems;
@@ -54,5 +55,5 @@ export function routedChannels(config: NoticeConfig): string[] {
   const used = new Set<string>();
   for (const [channel, kinds] of table.kinds) if (kinds.length > 0) used.add(channel);
   for (const channels of Object.values(table.overrides)) for (const c of channels) used.add(c);
-  return CHANNEL_NAMES.filter((c) => used.has(c));
+  return channelNames(config).filter((c) => used.has(c));
 }

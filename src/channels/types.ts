@@ -1,7 +1,11 @@
 import type { Pool } from 'mysql2/promise';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { z } from 'zod';
 import type { NoticeConfig } from '../config/schema.ts';
+import type { Role } from '../app/role.ts';
+import type { FakeImServer } from '../fake-im/server.ts';
+import type { ChannelLedger } from '../delivery/ledger-port.ts';
 import type { LedgerRow } from '../ledger/types.ts';
 import type { NoticeMetrics } from '../observability/metrics.ts';
 
@@ -53,8 +57,91 @@ export interface ChannelContext {
   redis: Redis;
   /** The newer version of a supersedable notice in the ledger (BatchedLedger.newerVersion). */
   newerVersion(row: LedgerRow): Promise<string | null>;
+  /** The one ledger write a channel makes itself (marking rows before an ambiguous call). */
+  ledger: ChannelLedger;
   /** Where facts are routed (channels/routing.ts), so a channel can tell whether another also carries a notice. */
   routes: ChannelRoutes;
   logger: Logger;
   metrics?: NoticeMetrics;
+}
+
+/** A process role a channel serves beyond delivery (the inbox's gRPC API), started by `run <role>` and `all`. */
+export interface ChannelRoleSpec {
+  name: string;
+  description: string;
+  /** Whether `all` runs it under this config. */
+  enabled(config: NoticeConfig): boolean;
+  create(config: NoticeConfig, logger: Logger): Promise<Role>;
+}
+
+/**
+ * One delivery channel's module: everything the processes need to know of it, so a new channel is its folder and
+ * one line in channels/registry.ts. `configShape` is its YAML block (zod, with defaults), composed into the config.
+ */
+export interface ChannelModule<Shape extends z.ZodRawShape = z.ZodRawShape> {
+  /** Its name in the ledger (`channel`), metrics and queues. */
+  name: string;
+  /** The YAML block that configures it. */
+  configKey: string;
+  configShape: Shape;
+  /** What its queues carry, for operators (the dashboard's queue description). */
+  description: string;
+  /** The notice kinds it takes (`*` = every kind; empty = unused). */
+  kinds(config: NoticeConfig): readonly string[];
+  /** Kinds with a BullMQ queue of their own in this channel (the rest share one). */
+  ownQueueKinds(config: NoticeConfig): readonly string[];
+  /** Concurrent deliveries per deliver process. */
+  concurrency(config: NoticeConfig): number;
+  /** The longest one send can take: its job lock outlasts it. */
+  longestSendMs(config: NoticeConfig): number;
+  /** The provider's quota in sends per second (shown beside its send rate), or null when it has none. */
+  rateLimitPerSecond(config: NoticeConfig): number | null;
+  /** Why this config gives the channel no sender (so routed notices would never go), or null. */
+  senderProblem(config: NoticeConfig): string | null;
+  /** Mistakes in its block that parsing cannot see (keys that must go together), each naming its key. */
+  configProblems?(config: NoticeConfig): string[];
+  create(ctx: ChannelContext): Promise<DeliveryChannel>;
+  /** Roles it serves beyond delivery. */
+  roles?: readonly ChannelRoleSpec[];
+  /** What `config check` prints of its listeners and their guards. */
+  listeners?(config: NoticeConfig): Promise<string[]>;
+  /** Its conformance probe, loaded only by the conformance suite (test/channels/conformance.ts). */
+  probe(): Promise<ChannelProbe>;
+}
+
+/** What the conformance suite gives a probe: the real providers of one trial. */
+export interface ProbeWorld {
+  fakeIm: FakeImServer;
+  /** A pool on notice-service's own database (the inbox's store). */
+  notice: Pool;
+  /** A pool on the whole server (owner databases, fixtures). */
+  owner: Pool;
+  noticeDatabase: string;
+  /** notice-service's MySQL goes away; the returned function brings it back. */
+  cutMysql(): Promise<() => Promise<void>>;
+}
+
+/**
+ * How the conformance suite sees what a channel did: what reached the user and how to take its provider away. A
+ * channel without one fails the suite.
+ */
+export interface ChannelProbe {
+  /** Config that gives the channel a sender. */
+  config: Record<string, unknown>;
+  /** A notice kind the channel takes. */
+  kind: string;
+  /** The recipients of every copy of the row's notice the user could see (one entry per copy). */
+  seen(world: ProbeWorld, row: LedgerRow): Promise<string[]>;
+  /**
+   * What the next claim of a sent row whose outcome was never recorded (the sender died) comes to. Either way the
+   * user sees one copy: `delivered` — the provider dedups the resend; `unconfirmed` — it would not, so the channel
+   * marked the row before the call and does not resend it.
+   */
+  resend: 'delivered' | 'unconfirmed';
+  /** The provider goes away (refused, cut or erroring); the returned function brings it back. */
+  outage(world: ProbeWorld): Promise<() => Promise<void>>;
+  /** A row this provider can never take (set up as the provider needs), for its permanent refusal. */
+  refusedRow(world: ProbeWorld, row: LedgerRow): LedgerRow;
+  /** Tear down what the probe started (an example's own server). */
+  close?(): Promise<void>;
 }

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { routingProblems } from '../channels/routing.ts';
 import { parse as parseYaml } from 'yaml';
-import { configSchema, type NoticeConfig } from './schema.ts';
-import { isLoopbackHost } from './loopback.ts';
-import { appsProblems } from './tencent-apps.ts';
+import { configSchema, configSchemaFor, type NoticeConfig } from './schema.ts';
+import type { ModuleSet } from './modules.ts';
+import { channelModules } from '../channels/registry.ts';
 import { interpolate, type InterpolationProblem } from './interpolate.ts';
 
 /** Thrown when the config cannot be used; the message names every bad key at once. */
@@ -20,17 +20,18 @@ export function defaultConfigPath(env: NodeJS.ProcessEnv = process.env): string 
   return env.NOTICE_CONFIG || 'configs/local.yaml';
 }
 
-export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.env): NoticeConfig {
+/** Reads and validates a config file; `modules` adds modules beyond the registries' (the examples in test/). */
+export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.env, modules?: ModuleSet): NoticeConfig {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
     throw new ConfigError(file, [`cannot read file: ${(err as NodeJS.ErrnoException).code ?? String(err)}`]);
   }
-  return parseConfigText(text, file, env);
+  return parseConfigText(text, file, env, modules);
 }
 
-export function parseConfigText(text: string, file: string, env: NodeJS.ProcessEnv = process.env): NoticeConfig {
+export function parseConfigText(text: string, file: string, env: NodeJS.ProcessEnv = process.env, modules?: ModuleSet): NoticeConfig {
   let raw: unknown;
   try {
     raw = parseYaml(text) ?? {};
@@ -39,7 +40,7 @@ export function parseConfigText(text: string, file: string, env: NodeJS.ProcessE
   }
   const interpolationProblems: InterpolationProblem[] = [];
   const interpolated = interpolate(raw, env, interpolationProblems);
-  const result = configSchema.safeParse(interpolated);
+  const result = (modules ? configSchemaFor(modules) : configSchema).safeParse(interpolated);
   const problems = interpolationProblems.map((p) => `${p.path}: ${p.message}`);
   if (!result.success) {
     for (const issue of result.error.issues) {
@@ -51,15 +52,14 @@ export function parseConfigText(text: string, file: string, env: NodeJS.ProcessE
       }
     }
   } else {
-    problems.push(...crossFieldProblems(result.data));
+    problems.push(...crossFieldProblems(result.data as NoticeConfig));
   }
   if (problems.length > 0) throw new ConfigError(file, problems);
-  return result.data!;
+  return result.data as NoticeConfig;
 }
 
 function crossFieldProblems(config: NoticeConfig): string[] {
   const problems: string[] = [];
-  problems.push(...appsProblems(config));
   if (config.rocketmq.name_servers !== undefined) {
     problems.push('rocketmq.name_servers: the RocketMQ 5 client talks to the proxy, not namesrv; set rocketmq.endpoints to the proxy gRPC address (port 8081)');
   }
@@ -72,23 +72,9 @@ function crossFieldProblems(config: NoticeConfig): string[] {
   if (config.rocketmq.request_timeout < 1000) {
     problems.push('rocketmq.request_timeout: the client requires at least 1s');
   }
-  problems.push(...routingProblems(config), ...inboxApiProblems(config));
+  problems.push(...routingProblems(config), ...channelModules(config).flatMap((m) => m.configProblems?.(config) ?? []));
   if (Boolean(config.rocketmq.access_key) !== Boolean(config.rocketmq.secret_key)) {
     problems.push('rocketmq.access_key/secret_key: set both or neither');
-  }
-  return problems;
-}
-
-/** The inbox API answers with people's notices: beyond loopback only to an authenticated gateway, with real page tokens. */
-function inboxApiProblems(config: NoticeConfig): string[] {
-  const { inbox } = config;
-  if (!inbox.api_enabled || isLoopbackHost(inbox.api_host)) return [];
-  const problems: string[] = [];
-  if (!inbox.api_tls) {
-    problems.push(`inbox.api_tls: required when inbox.api_host (${inbox.api_host}) is not loopback; set inbox.api_tls.cert_file, inbox.api_tls.key_file and inbox.api_tls.client_ca_file (mutual TLS with the gateway)`);
-  }
-  if (inbox.page_token_secret === '') {
-    problems.push(`inbox.page_token_secret: required when inbox.api_host (${inbox.api_host}) is not loopback (an empty secret lets anyone forge page tokens)`);
   }
   return problems;
 }

@@ -4,12 +4,14 @@ import { drizzle } from 'drizzle-orm/mysql2';
 import { migrate } from 'drizzle-orm/mysql2/migrator';
 import { quoteIdentifier, serverUrlOf } from '../platform/mysql.ts';
 import { createOwnerFixtures } from './owner-fixtures.ts';
+import type { NoticeConfig } from '../config/schema.ts';
 
 export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle/migrations', import.meta.url));
 
 export interface MigrateOptions {
   mysqlUrl: string;
-  ownerFixtures?: { walletDatabase: string; roomDatabase: string; activityDatabase: string };
+  /** Also create the reference owner outboxes of this config's sources (development and tests only). */
+  ownerFixtures?: NoticeConfig;
 }
 
 /** Creates notice-service's database if missing and applies the drizzle-kit migrations committed in drizzle/. */
@@ -25,7 +27,7 @@ export async function runMigrations(options: MigrateOptions): Promise<{ database
   try {
     await migrate(drizzle(pool), { migrationsFolder: MIGRATIONS_FOLDER });
     if (options.ownerFixtures) {
-      await createOwnerFixtures(pool, options.ownerFixtures.walletDatabase, options.ownerFixtures.roomDatabase, options.ownerFixtures.activityDatabase);
+      await createOwnerFixtures(pool, options.ownerFixtures);
     }
   } finally {
     await pool.end();

@@ -1,52 +1,19 @@
 import type { Pool } from 'mysql2/promise';
+import type { NoticeConfig } from '../config/schema.ts';
 import { quoteIdentifier } from '../platform/mysql.ts';
+import { sourceModules, sourceSettings } from '../notices/sources.ts';
 
 /**
- * Reference DDL of the owner outboxes, for development and tests only. In production these tables belong to
- * wallet-service, room-service and activity-service; notice-service only reads them.
+ * Reference DDL of the owner outboxes, each from its source module, for development and tests only. In production
+ * these tables belong to the owner services; notice-service only reads them. `databases` overrides where (a shard).
  */
-export function ownerFixtureStatements(walletDatabase: string, roomDatabase: string, activityDatabase: string): string[] {
-  const wallet = quoteIdentifier(walletDatabase);
-  const room = quoteIdentifier(roomDatabase);
-  const activity = quoteIdentifier(activityDatabase);
-  return [
-    `CREATE DATABASE IF NOT EXISTS ${wallet} CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`,
-    `CREATE TABLE IF NOT EXISTS ${wallet}.wallet_outbox (
-       id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY,
-       app_code VARCHAR(32),
-       event_id VARCHAR(191),
-       event_type VARCHAR(64),
-       user_id VARCHAR(64),
-       payload JSON,
-       created_at_ms BIGINT,
-       UNIQUE KEY uk_wallet_outbox_event (app_code, event_id)
-     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
-    `CREATE DATABASE IF NOT EXISTS ${room} CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`,
-    `CREATE TABLE IF NOT EXISTS ${room}.room_outbox (
-       id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY,
-       app_code VARCHAR(32),
-       event_id VARCHAR(191),
-       event_type VARCHAR(64),
-       room_id VARCHAR(64),
-       payload JSON,
-       status VARCHAR(16) NOT NULL DEFAULT 'pending',
-       created_at_ms BIGINT,
-       UNIQUE KEY uk_room_outbox_event (app_code, event_id)
-     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
-    `CREATE DATABASE IF NOT EXISTS ${activity} CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`,
-    `CREATE TABLE IF NOT EXISTS ${activity}.activity_outbox (
-       id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY,
-       app_code VARCHAR(32),
-       event_id VARCHAR(191),
-       event_type VARCHAR(64),
-       user_id VARCHAR(64),
-       payload JSON,
-       created_at_ms BIGINT,
-       UNIQUE KEY uk_activity_outbox_event (app_code, event_id)
-     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
-  ];
+export function ownerFixtureStatements(config: NoticeConfig, databases: Record<string, string> = {}): string[] {
+  return sourceModules(config).flatMap((module) => {
+    const database = quoteIdentifier(databases[module.key] ?? sourceSettings(config, module).database);
+    return [`CREATE DATABASE IF NOT EXISTS ${database} CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`, ...module.ownerDdl(database)];
+  });
 }
 
-export async function createOwnerFixtures(pool: Pool, walletDatabase: string, roomDatabase: string, activityDatabase: string): Promise<void> {
-  for (const statement of ownerFixtureStatements(walletDatabase, roomDatabase, activityDatabase)) await pool.query(statement);
+export async function createOwnerFixtures(pool: Pool, config: NoticeConfig, databases: Record<string, string> = {}): Promise<void> {
+  for (const statement of ownerFixtureStatements(config, databases)) await pool.query(statement);
 }

@@ -33,7 +33,7 @@ export class LedgerQueries {
    * `windowMs` (a range on idx_nde_status_updated per status, counted up to `cap`); the oldest pending row's age;
    * deliveries in the last minute. Counts at the cap are shown as "cap+".
    */
-  async glance(nowMs: number, windowMs = 3_600_000, cap = 10_000): Promise<{ byStatus: Array<{ status: DeliveryStatus; channel: string; count: number; capped: boolean }>; oldestPendingAgeMs: number | null; deliveredLastMinute: number }> {
+  async glance(nowMs: number, windowMs = 3_600_000, cap = 10_000): Promise<{ byStatus: Array<{ status: DeliveryStatus; channel: string; count: number; capped: boolean }>; oldestPendingAgeMs: number | null; deliveredLastMinute: Record<string, number> }> {
     const byStatus: Array<{ status: DeliveryStatus; channel: string; count: number; capped: boolean }> = [];
     for (const status of DELIVERY_STATUSES) {
       const [rows] = await this.pool.query<RowDataPacket[]>(
@@ -48,13 +48,13 @@ export class LedgerQueries {
       "SELECT updated_at_ms FROM notice_delivery_events FORCE INDEX (idx_nde_status_updated) WHERE status = 'pending' ORDER BY updated_at_ms LIMIT 1",
     );
     const [minute] = await this.pool.query<RowDataPacket[]>(
-      "SELECT COUNT(*) AS n FROM notice_delivery_events FORCE INDEX (idx_nde_status_updated) WHERE status = 'delivered' AND updated_at_ms >= ?",
+      "SELECT channel, COUNT(*) AS n FROM notice_delivery_events FORCE INDEX (idx_nde_status_updated) WHERE status = 'delivered' AND updated_at_ms >= ? GROUP BY channel",
       [nowMs - 60_000],
     );
     return {
       byStatus,
       oldestPendingAgeMs: pending[0] ? Math.max(0, nowMs - Number(pending[0].updated_at_ms)) : null,
-      deliveredLastMinute: Number(minute[0]?.n ?? 0),
+      deliveredLastMinute: Object.fromEntries(minute.map((r) => [String(r.channel), Number(r.n)])),
     };
   }
 

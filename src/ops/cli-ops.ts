@@ -1,10 +1,10 @@
 import ms from 'ms';
-import { CHANNEL_NAMES, channelQueueSpecs } from '../channels/registry.ts';
+import { channelNames, channelQueueSpecs } from '../channels/registry.ts';
 import { type NoticeConfig } from '../config/schema.ts';
 import { createMysqlPool } from '../platform/mysql.ts';
 import { createRedis } from '../platform/redis.ts';
 import { LedgerQueries } from '../ledger/queries.ts';
-import { sourcePolicy } from '../notices/registry.ts';
+import { sourcePolicy } from '../notices/sources.ts';
 import { createDeliverQueues, type DeliverQueues } from '../../queues/deliver-queue.ts';
 import { withTimelines } from '../ledger/present.ts';
 import { DeliveryHistory } from '../ledger/history.ts';
@@ -79,7 +79,8 @@ export interface RequeueCommand {
  */
 export async function requeueCommand(config: NoticeConfig, options: RequeueCommand): Promise<{ matched: number; requeued: number; skipped: Array<{ event_id: string; reason: string }>; dry_run: boolean }> {
   if (options.status !== 'failed') throw new RoleConfigError(`--status: only "failed" rows can be requeued, got "${options.status}"`);
-  if (options.channel !== undefined && !CHANNEL_NAMES.includes(options.channel)) throw new RoleConfigError(`--channel must be one of ${CHANNEL_NAMES.join(', ')}, got "${options.channel}"`);
+  const names = channelNames(config);
+  if (options.channel !== undefined && !names.includes(options.channel)) throw new RoleConfigError(`--channel must be one of ${names.join(', ')}, got "${options.channel}"`);
   const sinceMs = options.since ? parseSince(options.since) : undefined;
   const policyFor = sourcePolicy(config);
   const detail = { status: options.status, ...(options.source ? { source: options.source } : {}), ...(options.channel ? { channel: options.channel } : {}), ...(options.since ? { since: options.since } : {}) };

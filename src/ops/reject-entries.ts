@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { NoticeConfig } from '../config/schema.ts';
 import { FactRecorder } from '../intake/fact-recorder.ts';
 import { LedgerRepository } from '../ledger/repository.ts';
-import { mqNoticeModules } from '../notices/registry.ts';
+import { mqNoticeModules } from '../notices/sources.ts';
 import { channelRoutes } from '../channels/routing.ts';
 import { enqueueDeliveries, type DeliverQueues } from '../../queues/deliver-queue.ts';
 import type { RejectRequeueDeps } from './reject-requeue.ts';

@@ -1,5 +1,4 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import pino from 'pino';
 import { createTestEnv, waitFor, type TestEnv } from '../helpers/env.ts';
 import { insertActivityRows } from '../helpers/activity.ts';
 import { balanceChanged, insertWalletRows, vipActivated } from '../helpers/outbox.ts';
@@ -7,12 +6,11 @@ import { startPipeline } from '../helpers/pipeline.ts';
 import { spawnNotice } from '../helpers/spawn.ts';
 import { configSchema } from '../../src/config/schema.ts';
 import { CHANNEL_MODULES } from '../../src/channels/registry.ts';
-import { channelRoutes } from '../../src/channels/routing.ts';
 import { dataIdOf } from '../../src/channels/tencent-push/channel.ts';
 import { fitOfflinePush, offlinePushBytes, renderOfflinePush } from '../../src/tencent-im/offline-push.ts';
 import type { ChannelOutcome, DeliveryChannel } from '../../src/channels/types.ts';
 import type { LedgerRow } from '../../src/ledger/types.ts';
-import { insertAndClaim } from '../helpers/ledger.ts';
+import { channelContextFor, insertAndClaim } from '../helpers/ledger.ts';
 import type { NoticeProcess } from '../../cli/run-roles.ts';
 
 const offlinePush = configSchema.parse({ mysql: { url: 'mysql://x/y' }, redis: { url: 'redis://x' } }).offline_push;
@@ -64,7 +62,7 @@ afterEach(async () => {
 async function pushChannel(overrides: Record<string, unknown> = {}): Promise<DeliveryChannel> {
   env = await createTestEnv({ tencent_push: { enabled: true, request_timeout: '300ms', ...overrides } });
   const module = CHANNEL_MODULES.find((m) => m.name === 'tencent_push')!;
-  channel = await module.create({ config: env.config, routes: channelRoutes(env.config), pool: env.notice, redis: env.redis, newerVersion: async () => null, logger: pino({ level: 'silent' }) });
+  channel = await module.create(channelContextFor(env));
   return channel;
 }
 /** A send as a deliver worker makes it: the row inserted and claimed in the real ledger first (the channel marks it). */
@@ -119,7 +117,7 @@ describe('the tencent_push channel against fake-im', () => {
     const c = await pushChannel({ batch_linger: '0ms' });
     channel?.close?.();
     const closed = await createTestEnv({ tencent_im: { base_url: 'http://127.0.0.1:9' }, tencent_push: { enabled: true, request_timeout: '300ms', batch_linger: '0ms' } });
-    const refused = await CHANNEL_MODULES.find((m) => m.name === 'tencent_push')!.create({ config: closed.config, routes: channelRoutes(closed.config), pool: closed.notice, redis: closed.redis, newerVersion: async () => null, logger: pino({ level: 'silent' }) });
+    const refused = await CHANNEL_MODULES.find((m) => m.name === 'tencent_push')!.create(channelContextFor(closed));
     expect(await send(refused, row(), closed)).toMatchObject({ kind: 'retry', code: 'ECONNREFUSED' });
     refused.close?.();
     await closed.close();
@@ -155,7 +153,7 @@ describe('the tencent_push channel against fake-im', () => {
     await proxy.start();
     const module = CHANNEL_MODULES.find((m) => m.name === 'tencent_push')!;
     const viaProxy = { ...env.config, tencent_im: { ...env.config.tencent_im, base_url: `http://127.0.0.1:${proxy.port}`, idle_socket_timeout: 300 } };
-    channel = await module.create({ config: viaProxy, routes: channelRoutes(viaProxy), pool: env.notice, redis: env.redis, newerVersion: async () => null, logger: pino({ level: 'silent' }) });
+    channel = await module.create(channelContextFor(env, viaProxy));
     try {
       expect((await send(channel, row())).kind).toBe('delivered');
       await new Promise((r) => setTimeout(r, 1200));

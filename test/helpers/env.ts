@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import mysql, { type Pool } from 'mysql2/promise';
 import { Redis } from 'ioredis';
 import { stringify as toYaml } from 'yaml';
-import { configSchema, type NoticeConfig } from '../../src/config/schema.ts';
+import { configSchema, configSchemaFor, type NoticeConfig } from '../../src/config/schema.ts';
+import type { ModuleSet } from '../../src/config/modules.ts';
+import { SOURCE_MODULES } from '../../src/notices/registry.ts';
 import { runMigrations } from '../../src/db/migrate.ts';
 import { createMysqlPool } from '../../src/platform/mysql.ts';
 import { FakeImServer, type FakeImApp } from '../../src/fake-im/server.ts';
@@ -40,17 +42,17 @@ export interface TestEnv {
  * A private world per test: its own notice/wallet/room databases, its own Redis key prefix, its own fake-im.
  * Nothing is shared between tests, so files run in parallel against the one MariaDB and Redis.
  */
-export async function createTestEnv(overrides: Record<string, unknown> = {}, options: { mysqlServerForService?: string; mysqlServer?: string; fakeImApps?: FakeImApp[] } = {}): Promise<TestEnv> {
+export async function createTestEnv(overrides: Record<string, unknown> = {}, options: { mysqlServerForService?: string; mysqlServer?: string; fakeImApps?: FakeImApp[]; modules?: ModuleSet } = {}): Promise<TestEnv> {
   const server = options.mysqlServer ?? MYSQL_SERVER;
   const id = `nt${randomBytes(4).toString('hex')}`;
+  const sources = options.modules?.sources ?? SOURCE_MODULES;
   const fakeIm = new FakeImServer({ sdkAppId: 1400000001, secretKey: TEST_SECRET, adminIdentifier: 'administrator', apps: options.fakeImApps });
   const fakeImUrl = await fakeIm.listen(0);
   const raw = deepMerge(
     {
       mysql: { url: `${options.mysqlServerForService ?? server}/${id}_notice`, pool_size: 8 },
-      wallet_database: `${id}_wallet`,
-      room_database: `${id}_room`,
-      activity_database: `${id}_activity`,
+      // Each source its own owner database in this world.
+      ...Object.fromEntries(sources.map((m) => [`${m.key}_database`, `${id}_${m.key}`])),
       redis: { url: REDIS_URL, prefix: `{${id}}` },
       tencent_im: { enabled: true, app_code: 'lalu', base_url: fakeImUrl, sdk_app_id: 1400000001, secret_key: TEST_SECRET, admin_identifier: 'administrator', request_timeout: '2s', rate_limit_per_second: 0 },
       wallet_notice_worker: { enabled: true, poll_interval: '50ms', batch_size: 100, lock_ttl: '3s', max_retry_count: 3, gap_grace: '5s' },
@@ -65,8 +67,8 @@ export async function createTestEnv(overrides: Record<string, unknown> = {}, opt
     },
     overrides,
   );
-  const config = configSchema.parse(raw);
-  await runMigrations({ mysqlUrl: config.mysql.url, ownerFixtures: { walletDatabase: config.wallet_database, roomDatabase: config.room_database, activityDatabase: config.activity_database } });
+  const config = (options.modules ? configSchemaFor(options.modules) : configSchema).parse(raw) as NoticeConfig;
+  await runMigrations({ mysqlUrl: config.mysql.url, ownerFixtures: config });
   const dir = join(process.cwd(), '.tmp');
   mkdirSync(dir, { recursive: true });
   const configFile = join(dir, `${id}.yaml`);
@@ -80,7 +82,7 @@ export async function createTestEnv(overrides: Record<string, unknown> = {}, opt
       rmSync(configFile, { force: true });
       await fakeIm.close();
       await notice.end();
-      for (const db of [`${id}_notice`, `${id}_wallet`, `${id}_room`, `${id}_activity`]) await owner.query(`DROP DATABASE IF EXISTS \`${db}\``);
+      for (const db of [`${id}_notice`, ...sources.map((m) => `${id}_${m.key}`)]) await owner.query(`DROP DATABASE IF EXISTS \`${db}\``);
       await owner.end();
       await deleteKeys(redis, `{${id}}*`);
       redis.disconnect();

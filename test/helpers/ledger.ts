@@ -1,3 +1,9 @@
+import pino from 'pino';
+import type { Redis } from 'ioredis';
+import type { NoticeConfig } from '../../src/config/schema.ts';
+import type { ChannelContext } from '../../src/channels/types.ts';
+import { channelRoutes } from '../../src/channels/routing.ts';
+import { channelLedger } from '../../src/delivery/ledger-port.ts';
 import type { Pool } from 'mysql2/promise';
 import { BatchedLedger } from '../../src/ledger/batched-ledger.ts';
 import { LedgerRepository } from '../../src/ledger/repository.ts';
@@ -14,4 +20,12 @@ export async function claimRow(pool: Pool, key: LedgerKey, workerId: string, loc
 export async function insertAndClaim(pool: Pool, row: LedgerRow, workerId: string, lockTtlMs: number): Promise<LedgerRow> {
   await new LedgerRepository(pool).insertIfAbsent([{ ...row, status: 'pending' }], Date.now());
   return claimRow(pool, row, workerId, lockTtlMs);
+}
+
+/** What a deliver process gives a channel, for tests that build one channel alone. */
+export function channelContextFor(env: { config: NoticeConfig; notice: Pool; redis: Redis }, config: NoticeConfig = env.config): ChannelContext {
+  return {
+    config, routes: channelRoutes(config), pool: env.notice, redis: env.redis, ledger: channelLedger(new LedgerRepository(env.notice)),
+    newerVersion: async () => null, logger: pino({ level: 'silent' }),
+  };
 }

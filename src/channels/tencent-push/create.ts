@@ -1,5 +1,4 @@
-import { CHANNEL_TENCENT_PUSH, formatKey } from '../../ledger/types.ts';
-import { LedgerRepository } from '../../ledger/repository.ts';
+import { CHANNEL_TENCENT_PUSH } from '../../ledger/types.ts';
 import { TencentPushClient } from '../../tencent-im/push-client.ts';
 import { SendPacer } from '../../tencent-im/send-pacer.ts';
 import { UserSigCache } from '../../tencent-im/usersig.ts';
@@ -14,7 +13,6 @@ export function createTencentPush(ctx: ChannelContext): DeliveryChannel {
   const { config, logger, metrics } = ctx;
   const im = config.tencent_im;
   const push = config.tencent_push;
-  const ledger = new LedgerRepository(ctx.pool);
   const byApp = new Map<string, DeliveryChannel>();
   for (const app of tencentApps(config).values()) {
     const client = new TencentPushClient(
@@ -29,12 +27,7 @@ export function createTencentPush(ctx: ChannelContext): DeliveryChannel {
       maxAccounts: push.batch_max_accounts, lingerMs: push.batch_linger, retryAmbiguous: push.retry_ambiguous,
       sendTimeoutMs: push.request_timeout * 2, // a re-sign can make it two requests
       metrics,
-      markSending: async (rows, ref) => {
-        // Every row of a call was claimed by this process, so they share one lock holder; a row that does not (or whose
-        // lock was taken over) is simply not marked, and goes back unsent.
-        const marked = new Set((await ledger.markSending(rows, rows[0]?.lockedBy ?? '', ref, Date.now())).map(formatKey));
-        return rows.filter((r) => marked.has(formatKey(r)));
-      },
+      markSending: (rows, ref) => ctx.ledger.markAttemptStarted(rows, ref),
     }));
   }
   return perAppChannel(CHANNEL_TENCENT_PUSH, byApp);

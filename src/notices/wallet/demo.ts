@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'mysql2/promise';
-import { quoteIdentifier } from '../platform/mysql.ts';
+import { quoteIdentifier } from '../../platform/mysql.ts';
 
 /**
  * Demo and benchmark traffic only: plays wallet-service by committing realistic wallet_outbox rows. The service

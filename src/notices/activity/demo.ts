@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'mysql2/promise';
-import { quoteIdentifier } from '../platform/mysql.ts';
+import { quoteIdentifier } from '../../platform/mysql.ts';
 
 /** Demo traffic only: plays activity-service, committing rewards, finished tasks and system notices to activity_outbox. */
 export async function writeDemoActivityRows(pool: Pool, activityDatabase: string, count: number, nowMs = Date.now()): Promise<number> {

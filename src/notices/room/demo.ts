@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { Pool } from 'mysql2/promise';
 import { Producer } from 'rocketmq-client-nodejs';
 import type { Logger } from 'pino';
-import type { NoticeConfig } from '../config/schema.ts';
-import { quoteIdentifier } from '../platform/mysql.ts';
-import { withDeadline } from '../app/role.ts';
+import type { NoticeConfig } from '../../config/schema.ts';
+import { quoteIdentifier } from '../../platform/mysql.ts';
+import { withDeadline } from '../../app/role.ts';
+import type { DemoContext, DemoWriter } from '../types.ts';
 
 /**
  * Demo traffic only: plays room-service. Commits RoomUserKicked and RoomRocketRewardGranted (and, to show skipping,
@@ -70,6 +71,34 @@ export async function startKickPublisher(config: NoticeConfig, logger: Logger): 
     },
     async close() {
       await withDeadline(producer.shutdown(), mq.startup_timeout, 'RocketMQ producer shutdown').catch(() => undefined);
+    },
+  };
+}
+
+/**
+ * The room demo writer: rows every tick from the first second; with `--publish-kicks` the MQ publisher connects in
+ * the background (whatever RocketMQ is doing) and each notice event is also published once it is up.
+ */
+export function openRoomDemo(ctx: DemoContext): DemoWriter {
+  let publisher: KickPublisher | undefined;
+  let connecting: Promise<void> | null = null;
+  const connect = () => {
+    if (!ctx.flags.has('publish-kicks') || publisher || connecting) return;
+    connecting = startKickPublisher(ctx.config, ctx.logger)
+      .then((p) => {
+        publisher = p;
+        ctx.logger.info('RocketMQ kick publisher connected');
+      }, (err: Error) => ctx.logger.warn({ err: err.message }, 'RocketMQ kick publisher not up yet; kicks still go to room_outbox; retrying'))
+      .finally(() => (connecting = null));
+  };
+  return {
+    async write(count) {
+      connect();
+      return writeDemoRoomRows(ctx.pool, ctx.database, count, publisher);
+    },
+    async close() {
+      await connecting;
+      await publisher?.close();
     },
   };
 }

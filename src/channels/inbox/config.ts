@@ -1,0 +1,47 @@
+import { z } from 'zod';
+import { durationMs } from '../../config/duration.ts';
+import { kindList, port } from '../../config/primitives.ts';
+
+const DEFAULT_INBOX_KINDS = ['activity_notice', 'vip_notice', 'room_notice'] as const;
+
+/** The site inbox channel: notice-service's own notice_inbox_items, read by the gateway over gRPC. */
+export const inbox = z.strictObject({
+  enabled: z.boolean().default(true),
+  /** The notice kinds that land in the inbox (balance updates do not by default: they are state, not news). */
+  kinds: kindList.default(() => [...DEFAULT_INBOX_KINDS]),
+  /** How long an item is kept, per notice kind; `default` for kinds not listed. 0 keeps it until the cap pushes it out. */
+  retention: z.record(z.string(), durationMs).default(() => ({ default: 90 * 24 * 3600 * 1000 })),
+  /** The newest this many items of a user are kept; older ones are swept. */
+  max_items_per_user: z.number().int().min(1).max(100_000).default(1000),
+  /** How often the sweeper runs (retention, then the cap of users written since its last run). */
+  sweep_interval: durationMs.default(10_000),
+  /** Rows deleted per sweep statement, so a sweep never holds long locks. */
+  sweep_batch_size: z.number().int().min(1).max(100_000).default(1000),
+  /** Concurrent inbox deliveries per deliver process; they are batched into one INSERT. */
+  concurrency: z.number().int().min(1).max(1000).default(16),
+  /** Unread counts stop at this number and say `capped` (a badge shows "99+"). */
+  unread_count_cap: z.number().int().min(1).max(10_000).default(100),
+  /**
+   * Signs page tokens so that a forged or altered one is refused. Required when the API listens beyond loopback;
+   * an empty key (development only) still detects damaged tokens.
+   */
+  page_token_secret: z.string().default(''),
+  /** Serve notice.inbox.v1.InboxService on its own listener (roles `inbox-api` and `all`). */
+  api_enabled: z.boolean().default(true),
+  /** The API's own address: loopback by default; anything else requires api_tls (mutual TLS with the gateway). */
+  api_host: z.string().min(1).default('127.0.0.1'),
+  api_port: port.default(13010),
+  /** Mutual TLS: the server's certificate and key, and the CA that the gateway's client certificate must chain to. */
+  api_tls: z.strictObject({ cert_file: z.string().min(1), key_file: z.string().min(1), client_ca_file: z.string().min(1) }).optional(),
+  /** The API's own MySQL connections, so a flood of calls cannot take the deliver role's. */
+  api_pool_size: z.number().int().min(1).max(100).default(4),
+  /** Calls waiting for one of those connections; beyond it a call is answered RESOURCE_EXHAUSTED at once. */
+  api_queue_limit: z.number().int().min(1).max(10_000).default(256),
+  /** Deadline of each API query; a slower one fails the call UNAVAILABLE and frees its connection. */
+  api_query_timeout: durationMs.default(2000),
+  /** Concurrent calls per gateway connection (HTTP/2 streams). */
+  api_max_concurrent_streams: z.number().int().min(1).max(10_000).default(100),
+});
+export type InboxConfig = z.infer<typeof inbox>;
+
+export const inboxConfigShape = { inbox: inbox.default(() => inbox.parse({})) };

@@ -1,0 +1,23 @@
+import { CHANNEL_TENCENT_IM_C2C } from '../../ledger/types.ts';
+import { prioritisedKinds } from '../../config/primitives.ts';
+import { tencentImConfigShape } from '../../tencent-im/config.ts';
+import { appsProblems } from '../../config/tencent-apps.ts';
+import type { ChannelModule } from '../types.ts';
+
+/** Tencent IM C2C: a TIMCustomElem message per notice, paced within each app's sendmsg quota. */
+export const tencentImC2cModule: ChannelModule<typeof tencentImConfigShape> = {
+  name: CHANNEL_TENCENT_IM_C2C,
+  configKey: 'tencent_im',
+  configShape: tencentImConfigShape,
+  description: 'Tencent IM C2C messages',
+  kinds: (config) => config.tencent_im.kinds,
+  ownQueueKinds: (config) => prioritisedKinds(config),
+  concurrency: (config) => config.deliver.concurrency,
+  // A send can take two HTTP timeouts (a re-sign makes it two requests).
+  longestSendMs: (config) => config.tencent_im.request_timeout * 2,
+  rateLimitPerSecond: (config) => config.tencent_im.rate_limit_per_second || null,
+  senderProblem: (config) => (config.tencent_im.enabled ? null : 'tencent_im.enabled is false, so every notice would be dropped. Enable it (or point tencent_im.base_url at fake-im), or route no kinds to it (tencent_im.kinds: [])'),
+  configProblems: (config) => appsProblems(config),
+  create: async (ctx) => (await import('./create.ts')).createTencentImC2C(ctx),
+  probe: async () => (await import('./probe.ts')).tencentImC2cProbe,
+};

@@ -1,0 +1,30 @@
+import { z } from 'zod';
+import { durationMs } from '../../config/duration.ts';
+import { kindList } from '../../config/primitives.ts';
+
+/**
+ * The tencent_push channel: TIMPush `v4/timpush/batch`, a phone notification that is not an IM message. Same
+ * endpoint, app and admin UserSig as tencent_im; its own quota, queue, retries and dead letter.
+ */
+export const tencentPush = z.strictObject({
+  enabled: z.boolean().default(false),
+  kinds: kindList.default(() => ['activity_notice', 'vip_notice']),
+  /** Calls per second for the whole app (Tencent documents 10-40 by edition); shared by every deliver process. */
+  rate_limit_per_second: z.number().int().min(0).default(30),
+  request_timeout: durationMs.default(3000),
+  /**
+   * Resend a push whose request may have reached Tencent (timeout or reset after the body was written)? Tencent
+   * dedups MsgRandom only within one second, so a resend may show twice on the phone. false: record it as
+   * `delivered_unconfirmed` and stop.
+   */
+  retry_ambiguous: z.boolean().default(false),
+  /** Accounts per call when identical pushes are batched (Tencent allows 1-500). */
+  batch_max_accounts: z.number().int().min(1).max(500).default(500),
+  /** How long a push waits for identical ones to share its call when no send slot is waiting anyway. */
+  batch_linger: durationMs.default(20),
+  /** Concurrent push deliveries per deliver process: the most rows one batch can gather there. */
+  concurrency: z.number().int().min(1).max(2000).default(500),
+});
+export type TencentPushConfig = z.infer<typeof tencentPush>;
+
+export const tencentPushConfigShape = { tencent_push: tencentPush.default(() => tencentPush.parse({})) };

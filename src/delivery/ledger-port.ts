@@ -1,0 +1,40 @@
+import type { LedgerRepository } from '../ledger/repository.ts';
+import type { BatchedLedger } from '../ledger/batched-ledger.ts';
+import { formatKey, type LedgerRow } from '../ledger/types.ts';
+import type { DeliveryLedger } from './deliver-once.ts';
+
+/**
+ * The ledger as the delivery core and the channels see it, for one worker: hot writes (claim, delivered,
+ * superseded) go through the group-committing BatchedLedger, the rest straight to the repository.
+ */
+export function deliveryLedger(hot: BatchedLedger, ledger: LedgerRepository, workerId: string): DeliveryLedger {
+  return {
+    claim: (key) => hot.claim(key),
+    recordDelivered: (key, ref) => hot.recordDelivered(key, ref),
+    recordSuperseded: (key, newer) => hot.recordSuperseded(key, newer),
+    recordFailed: (key, code, message, at) => ledger.recordFailed(key, workerId, code, message, at),
+    recordUnconfirmed: (key, ref, code, message, at) => ledger.recordUnconfirmed(key, workerId, ref, code, message, at),
+    recordRetryable: (key, code, message, retryAt, at) => ledger.recordRetryable(key, workerId, code, message, retryAt, at),
+    release: (key, code, message, retryAt, at) => ledger.releaseRateLimited(key, workerId, code, message, retryAt, at),
+  };
+}
+
+/** What a channel may write to the ledger itself: only the mark that a provider call is about to start. */
+export interface ChannelLedger {
+  /**
+   * Marks claimed rows (held by their claimer) with `ref` before a call that a crash could leave unknown, so the
+   * next claim applies the channel's policy instead of sending blind. Returns the rows it marked (a row whose lock
+   * was taken over meanwhile is not).
+   */
+  markAttemptStarted(rows: readonly LedgerRow[], ref: string): Promise<LedgerRow[]>;
+}
+
+export function channelLedger(ledger: LedgerRepository): ChannelLedger {
+  return {
+    async markAttemptStarted(rows, ref) {
+      // Every row of a call was claimed by this process, so they share one lock holder.
+      const marked = new Set((await ledger.markSending(rows, rows[0]?.lockedBy ?? '', ref, Date.now())).map(formatKey));
+      return rows.filter((r) => marked.has(formatKey(r)));
+    },
+  };
+}
