@@ -35,7 +35,7 @@ export async function runGrowth(sizes: number[], log: (s: string) => void) {
         await env.owner.query(`INSERT INTO \`${wallet}\`.wallet_outbox (app_code, event_id, event_type, user_id, payload, created_at_ms) SELECT 'lalu', CONCAT('g', seq), 'WalletBalanceChanged', CONCAT('', 10000 + seq % 50), ?, 1700000000000 + seq FROM \`${wallet}\`.seq_${from + 1}_to_${to}`, [PAYLOAD]);
         // The ledger mirrors it: delivered rows, recent enough that retention keeps them.
         await env.owner.query(
-          `INSERT INTO \`${notice}\`.notice_delivery_events (source_name, app_code, source_event_id, channel, event_type, user_id, status, notice_kind, attempt_count, claim_count, payload, im_msg_key, source_row_id, source_created_at_ms, created_at_ms, updated_at_ms, delivered_at_ms)
+          `INSERT INTO \`${notice}\`.notice_delivery_events (source_name, app_code, source_event_id, channel, event_type, user_id, status, notice_kind, attempt_count, claim_count, payload, provider_ref, source_row_id, source_created_at_ms, created_at_ms, updated_at_ms, delivered_at_ms)
            SELECT 'wallet_outbox', 'lalu', CONCAT('g', seq), 'tencent_im_c2c', 'WalletBalanceChanged', CONCAT('', 10000 + seq % 50), 'delivered', 'wallet_notice', 1, 1, ?, CONCAT('k', seq), seq, 1700000000000 + seq, ?, ?, ?
              FROM \`${wallet}\`.seq_${from + 1}_to_${to}`,
           [PAYLOAD, Date.now(), Date.now(), Date.now()],

@@ -48,7 +48,7 @@ async function measure(rows: number, step: number): Promise<Costs> {
       [step, PAYLOAD],
     );
     await env.owner.query(
-      `INSERT INTO \`${notice}\`.notice_delivery_events (source_name, app_code, source_event_id, channel, event_type, user_id, status, notice_kind, attempt_count, claim_count, payload, im_msg_key, source_row_id, source_created_at_ms, created_at_ms, updated_at_ms, delivered_at_ms)
+      `INSERT INTO \`${notice}\`.notice_delivery_events (source_name, app_code, source_event_id, channel, event_type, user_id, status, notice_kind, attempt_count, claim_count, payload, provider_ref, source_row_id, source_created_at_ms, created_at_ms, updated_at_ms, delivered_at_ms)
        SELECT 'wallet_outbox', 'lalu', CONCAT('s', seq), 'tencent_im_c2c', 'WalletBalanceChanged', CONCAT('', 10000 + seq % 50), 'delivered', 'wallet_notice', 1, 1, ?, CONCAT('k', seq), seq * ?, 1700000000000 + seq, ?, ?, ?
          FROM \`${wallet}\`.seq_1_to_${rows}`,
       [PAYLOAD, step, Date.now(), Date.now(), Date.now()],

@@ -9,6 +9,7 @@ import { LedgerRepository } from '../src/ledger/repository.ts';
 import { sourcePolicy } from '../src/notices/sources.ts';
 import { channelModule, channelModules } from '../src/channels/registry.ts';
 import { AuditLog } from '../src/ops/audit-log.ts';
+import { DELIVERY_STATUSES, STATUS_TABLE } from '../src/ledger/status.ts';
 import { DeliveryHistory } from '../src/ledger/history.ts';
 import { RejectStore } from '../src/intake/reject-store.ts';
 import { rejectEntries } from '../src/ops/reject-entries.ts';
@@ -84,7 +85,7 @@ export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Del
     audit: new AuditLog(pool),
     readOnly: settings.read_only,
   }));
-  const page = noticesPage({ apiPath: `${base}/api/notices`, rejectsPath: `${base}/api/rejects`, queuesPath: `${base}/queues`, environment: settings.environment, readOnly: settings.read_only, channels: channelModules(config).map((m) => m.name) });
+  const page = noticesPage({ apiPath: `${base}/api/notices`, rejectsPath: `${base}/api/rejects`, queuesPath: `${base}/queues`, environment: settings.environment, readOnly: settings.read_only, channels: channelModules(config).map((m) => m.name), statuses: DELIVERY_STATUSES.map((status) => ({ status, ...STATUS_TABLE[status] })) });
   app.get(`${base}/notices`, (_req, res) => void res.type('html').send(page.replace('<script>', `<script nonce="${res.locals.cspNonce}">`)));
   app.get(['/', base], (_req, res) => res.redirect(`${base}/queues`));
   app.use(errorHandler(logger));

@@ -2,8 +2,8 @@
  * The ledger page: search by event_id / user_id, the failed list (newest first, paged), requeue of selected rows.
  * Static HTML plus a little script against the JSON API; every value is inserted as text, never as HTML.
  */
-export function noticesPage(options: { apiPath: string; rejectsPath: string; queuesPath: string; environment: { label: string; color: string }; readOnly: boolean; channels: readonly string[] }): string {
-  const config = JSON.stringify({ api: options.apiPath, rejects: options.rejectsPath, readOnly: options.readOnly, channels: options.channels }).replace(/</g, '\\u003c');
+export function noticesPage(options: { apiPath: string; rejectsPath: string; queuesPath: string; environment: { label: string; color: string }; readOnly: boolean; channels: readonly string[]; statuses: ReadonlyArray<{ status: string; meaning: string; alarming: boolean }> }): string {
+  const config = JSON.stringify({ api: options.apiPath, rejects: options.rejectsPath, readOnly: options.readOnly, channels: options.channels, statuses: options.statuses }).replace(/</g, '\\u003c');
   const env = escapeHtml(options.environment.label);
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>notice-service · notices</title>
@@ -108,8 +108,9 @@ async function loadGlance() {
   const tiles = [];
   const totals = {};
   for (const r of g.by_status) { const k = r.status + ' · ' + r.channel; totals[k] = (totals[k] || 0) + r.count; if (r.capped) totals[k + '+'] = true; }
-  for (const status of ['delivered', 'delivered_unconfirmed', 'superseded', 'pending', 'delivering', 'retryable', 'failed']) {
-    for (const k of Object.keys(totals).filter((k) => !k.endsWith('+') && k.split(' · ')[0] === status)) tiles.push(tile(k + ' (1h)', totals[k] + (totals[k + '+'] ? '+' : ''), status === 'failed' && totals[k] > 0));
+  // The ledger's status table, in its order; an alarming status (failed) shows red when it has rows.
+  for (const s of CONFIG.statuses) {
+    for (const k of Object.keys(totals).filter((k) => !k.endsWith('+') && k.split(' · ')[0] === s.status)) { const t = tile(k + ' (1h)', totals[k] + (totals[k + '+'] ? '+' : ''), s.alarming && totals[k] > 0); t.title = s.meaning; tiles.push(t); }
   }
   tiles.push(tile('oldest pending', age(g.oldest_pending_age_ms), g.oldest_pending_age_ms > 60000));
   // One send-rate tile per channel, against its provider's quota.

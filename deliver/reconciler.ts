@@ -1,3 +1,4 @@
+import { PURGEABLE_STATUSES } from '../src/ledger/status.ts';
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Redis } from 'ioredis';
@@ -110,10 +111,9 @@ export class Reconciler {
     }
 
     const retention = config.retention;
-    for (const status of ['delivered', 'delivered_unconfirmed', 'failed', 'superseded'] as const) {
-      // A superseded row is done like a delivered one (its newer version was sent instead): the same retention.
-      // An unconfirmed one may need an operator's look, like a failed one: the failed retention.
-      const keepMs = retention[status === 'superseded' ? 'delivered' : status === 'delivered_unconfirmed' ? 'failed' : status];
+    // Each final status by the retention the status table gives it (superseded as delivered, unconfirmed as failed).
+    for (const { status, retention: keep } of PURGEABLE_STATUSES) {
+      const keepMs = retention[keep];
       if (keepMs <= 0) continue;
       const purged = await ledger.purgeFinal(status, nowMs - keepMs, retention.purge_batch_size);
       if (purged > 0) {

@@ -36,7 +36,7 @@ export const noticeDeliveryEvents = mysqlTable(
     lastError: varchar('last_error', { length: 1024 }),
     /** The exact client payload (JSON text) sent as TIMCustomElem.Data; NULL only for rows that failed mapping. */
     payload: mediumtext('payload'),
-    imMsgKey: varchar('im_msg_key', { length: 128 }),
+    providerRef: varchar('provider_ref', { length: 128 }),
     sourceRowId: bigint('source_row_id', { mode: 'number', unsigned: true }),
     sourceCreatedAtMs: bigint('source_created_at_ms', { mode: 'number' }),
     createdAtMs: bigint('created_at_ms', { mode: 'number' }).notNull(),

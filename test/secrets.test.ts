@@ -88,7 +88,7 @@ describe('secrets never reach logs, errors or job data', () => {
     expect(output).not.toMatch(/usersig=/i);
     expect(output).not.toMatch(/eJ[wyz][A-Za-z0-9*_-]{40,}/);
     // What operators read (the ledger's errors and the history) holds codes and messages, never the key or a sig.
-    const [rows] = await env.notice.query<any[]>("SELECT CONCAT_WS(' ', last_error_code, last_error, im_msg_key) AS t FROM notice_delivery_events UNION ALL SELECT CONCAT_WS(' ', error_code, error_message) FROM notice_delivery_history");
+    const [rows] = await env.notice.query<any[]>("SELECT CONCAT_WS(' ', last_error_code, last_error, provider_ref) AS t FROM notice_delivery_events UNION ALL SELECT CONCAT_WS(' ', error_code, error_message) FROM notice_delivery_history");
     const stored = rows.map((r) => String(r.t)).join('\n');
     expect(stored).not.toContain(TEST_SECRET);
     expect(stored).not.toMatch(/usersig|eJ[wyz][A-Za-z0-9*_-]{40,}/i);

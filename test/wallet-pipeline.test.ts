@@ -40,7 +40,7 @@ describe('wallet notices end to end (MariaDB + Redis + fake-im)', () => {
     expect(sample.toAccount).toBe('10007');
     const row = await ledgerRow('tx_7:WalletBalanceChanged:10007:COIN');
     expect(sample.data).toBe(row.payload);
-    expect(row).toMatchObject({ status: 'delivered', attempt_count: 1, user_id: '10007', notice_kind: 'wallet_notice', im_msg_key: sample.msgKey, source_created_at_ms: 1710000000007 });
+    expect(row).toMatchObject({ status: 'delivered', attempt_count: 1, user_id: '10007', notice_kind: 'wallet_notice', provider_ref: sample.msgKey, source_created_at_ms: 1710000000007 });
     expect(JSON.parse(sample.data)).toMatchObject({ event_type: 'WalletBalanceChanged', balance_version: 7, source_created_at_ms: 1710000000007 });
     // The unhandled event type was skipped and counted, not recorded.
     expect(procs[0]!.ingest!.pollers[0]!.stats.skipped).toBe(1);

@@ -5,12 +5,13 @@ import type { LedgerKey, LedgerRow } from './types.ts';
 import { retryOnDeadlock } from '../platform/deadlock-retry.ts';
 import { groupKeys } from './key-groups.ts';
 import { transitionGuard } from './transitions.ts';
+import { NEWER_VERSION_STATUSES } from './status.ts';
 import { groupCommit } from '../platform/group-commit.ts';
 
 const TABLE = 'notice_delivery_events';
 
 /** A newer version counts when it is sent or still on its way; a failed one did not reach the user. */
-const NEWER_STATUSES = "status IN ('pending', 'delivering', 'retryable', 'delivered')";
+const NEWER_STATUSES = `status IN (${NEWER_VERSION_STATUSES.map((s) => `'${s}'`).join(', ')})`;
 
 function keyString(key: LedgerKey): string {
   return `${key.sourceName}\u0000${key.appCode}\u0000${key.sourceEventId}\u0000${key.channel}`;
@@ -23,7 +24,7 @@ function keyString(key: LedgerKey): string {
  */
 export class BatchedLedger {
   private readonly claims: DataLoader<LedgerKey, ClaimResult, string>;
-  private readonly delivered: DataLoader<{ key: LedgerKey; imMsgKey: string }, boolean, string>;
+  private readonly delivered: DataLoader<{ key: LedgerKey; providerRef: string }, boolean, string>;
   private readonly newer: DataLoader<LedgerRow, string | null, string>;
   private readonly superseded: DataLoader<{ key: LedgerKey; newerEventId: string }, boolean, string>;
 
@@ -62,8 +63,8 @@ export class BatchedLedger {
     return this.claims.load(key);
   }
 
-  recordDelivered(key: LedgerKey, imMsgKey: string): Promise<boolean> {
-    return this.delivered.load({ key, imMsgKey });
+  recordDelivered(key: LedgerKey, providerRef: string): Promise<boolean> {
+    return this.delivered.load({ key, providerRef });
   }
 
   private async claimBatch(keys: readonly LedgerKey[]): Promise<ClaimResult[]> {
@@ -133,7 +134,7 @@ export class BatchedLedger {
     return items.map((i) => done.has(keyString(i.key)));
   }
 
-  private async deliveredBatch(items: ReadonlyArray<{ key: LedgerKey; imMsgKey: string }>): Promise<boolean[]> {
+  private async deliveredBatch(items: ReadonlyArray<{ key: LedgerKey; providerRef: string }>): Promise<boolean[]> {
     const nowMs = this.now();
     const done = new Set<string>();
     for (const group of groupKeys(items, (item) => item.key)) {
@@ -141,20 +142,20 @@ export class BatchedLedger {
       const guard = transitionGuard('recordDelivered', this.workerId, nowMs);
       const [result] = await retryOnDeadlock(() => this.pool.query<ResultSetHeader>(
         `UPDATE ${TABLE}
-            SET status = 'delivered', im_msg_key = CASE source_event_id ${msgKeyCases} END, delivered_at_ms = ?, next_retry_at_ms = NULL,
+            SET status = 'delivered', provider_ref = CASE source_event_id ${msgKeyCases} END, delivered_at_ms = ?, next_retry_at_ms = NULL,
                 last_error_code = NULL, last_error = NULL, attempt_count = attempt_count + 1,
                 locked_by = NULL, lock_until_ms = NULL, updated_at_ms = ?
           WHERE ${group.where.sql} AND ${guard.sql}`,
-        [...group.items.flatMap((i) => [i.key.sourceEventId, i.imMsgKey]), nowMs, nowMs, ...group.where.params, ...guard.params],
+        [...group.items.flatMap((i) => [i.key.sourceEventId, i.providerRef]), nowMs, nowMs, ...group.where.params, ...guard.params],
       ));
       if (result.affectedRows === group.items.length) {
-        for (const i of group.items) done.add(`${keyString(i.key)}\u0000${i.imMsgKey}`);
+        for (const i of group.items) done.add(`${keyString(i.key)}\u0000${i.providerRef}`);
         continue;
       }
       // Some lock was taken over meanwhile (rare): read back which rows turned delivered by this batch.
-      const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT source_name, app_code, source_event_id, channel, status, im_msg_key FROM ${TABLE} WHERE ${group.where.sql}`, group.where.params);
-      for (const r of rows) if (r.status === 'delivered') done.add(`${r.source_name}\u0000${r.app_code}\u0000${r.source_event_id}\u0000${r.channel}\u0000${r.im_msg_key}`);
+      const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT source_name, app_code, source_event_id, channel, status, provider_ref FROM ${TABLE} WHERE ${group.where.sql}`, group.where.params);
+      for (const r of rows) if (r.status === 'delivered') done.add(`${r.source_name}\u0000${r.app_code}\u0000${r.source_event_id}\u0000${r.channel}\u0000${r.provider_ref}`);
     }
-    return items.map((i) => done.has(`${keyString(i.key)}\u0000${i.imMsgKey}`));
+    return items.map((i) => done.has(`${keyString(i.key)}\u0000${i.providerRef}`));
   }
 }

@@ -1,3 +1,4 @@
+import type { PurgeableStatus } from './status.ts';
 import { createHash } from 'node:crypto';
 import type { Pool } from 'mysql2/promise';
 import type { ResultSetHeader, RowDataPacket } from 'mysql2';
@@ -58,26 +59,26 @@ export class LedgerRepository {
 
   async recordRetryable(key: LedgerKey, workerId: string, code: string, message: string, nextRetryAtMs: number, nowMs: number): Promise<boolean> {
     return this.finishAttempt('recordRetryable', key, workerId, nowMs,
-      `status = 'retryable', im_msg_key = NULL, next_retry_at_ms = ?, last_error_code = ?, last_error = ?, attempt_count = attempt_count + 1`,
+      `status = 'retryable', provider_ref = NULL, next_retry_at_ms = ?, last_error_code = ?, last_error = ?, attempt_count = attempt_count + 1`,
       [nextRetryAtMs, code, clip(message)]);
   }
 
   async recordFailed(key: LedgerKey, workerId: string, code: string, message: string, nowMs: number): Promise<boolean> {
     return this.finishAttempt('recordFailed', key, workerId, nowMs,
-      `status = 'failed', im_msg_key = NULL, next_retry_at_ms = NULL, last_error_code = ?, last_error = ?, attempt_count = attempt_count + 1`,
+      `status = 'failed', provider_ref = NULL, next_retry_at_ms = NULL, last_error_code = ?, last_error = ?, attempt_count = attempt_count + 1`,
       [code, clip(message)]);
   }
 
   /** Sent, but the answer was lost and the channel does not resend (push: a resend may show twice). */
   async recordUnconfirmed(key: LedgerKey, workerId: string, ref: string, code: string, message: string, nowMs: number): Promise<boolean> {
     return this.finishAttempt('recordUnconfirmed', key, workerId, nowMs,
-      `status = 'delivered_unconfirmed', im_msg_key = ?, delivered_at_ms = ?, next_retry_at_ms = NULL, last_error_code = ?, last_error = ?, attempt_count = attempt_count + 1`,
+      `status = 'delivered_unconfirmed', provider_ref = ?, delivered_at_ms = ?, next_retry_at_ms = NULL, last_error_code = ?, last_error = ?, attempt_count = attempt_count + 1`,
       [ref, nowMs, code, clip(message)]);
   }
 
   /**
    * Notes on rows this worker holds that a request which cannot be safely repeated is about to go out (`ref` in
-   * im_msg_key, e.g. a push's DataId): if the process dies before the answer is recorded, the next claim sees it and
+   * provider_ref, e.g. a push's DataId): if the process dies before the answer is recorded, the next claim sees it and
    * applies the channel's ambiguity policy instead of sending blind. Returns the keys it marked (a row whose lock was
    * lost meanwhile is not). Definite outcomes (retryable, failed, released) clear the mark.
    */
@@ -86,14 +87,14 @@ export class LedgerRepository {
     const marked: LedgerKey[] = [];
     for (const group of groupKeys(keys, (key) => key)) {
       const [result] = await retryOnDeadlock(() => this.pool.query<ResultSetHeader>(
-        `UPDATE ${TABLE} SET im_msg_key = ?, updated_at_ms = ? WHERE ${group.where.sql} AND ${guard.sql}`,
+        `UPDATE ${TABLE} SET provider_ref = ?, updated_at_ms = ? WHERE ${group.where.sql} AND ${guard.sql}`,
         [ref, nowMs, ...group.where.params, ...guard.params],
       ));
       if (result.affectedRows === group.items.length) {
         marked.push(...group.items);
         continue;
       }
-      const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT source_event_id FROM ${TABLE} WHERE ${group.where.sql} AND im_msg_key = ? AND locked_by = ?`, [...group.where.params, ref, workerId]);
+      const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT source_event_id FROM ${TABLE} WHERE ${group.where.sql} AND provider_ref = ? AND locked_by = ?`, [...group.where.params, ref, workerId]);
       const ids = new Set(rows.map((r) => String(r.source_event_id)));
       marked.push(...group.items.filter((k) => ids.has(k.sourceEventId)));
     }
@@ -113,7 +114,7 @@ export class LedgerRepository {
 
   async releaseRateLimited(key: LedgerKey, workerId: string, code: string, message: string, nextRetryAtMs: number, nowMs: number): Promise<boolean> {
     return this.finishAttempt('releaseRateLimited', key, workerId, nowMs,
-      `status = 'retryable', im_msg_key = NULL, next_retry_at_ms = ?, last_error_code = ?, last_error = ?, claim_count = claim_count - 1`,
+      `status = 'retryable', provider_ref = NULL, next_retry_at_ms = ?, last_error_code = ?, last_error = ?, claim_count = claim_count - 1`,
       [nextRetryAtMs, code, clip(message)]);
   }
 
@@ -152,7 +153,7 @@ export class LedgerRepository {
   }
 
   /** Deletes up to `limit` final rows of one status older than the cutoff; never touches a row still in flight. */
-  async purgeFinal(status: 'delivered' | 'delivered_unconfirmed' | 'failed' | 'superseded', olderThanMs: number, limit: number): Promise<number> {
+  async purgeFinal(status: PurgeableStatus, olderThanMs: number, limit: number): Promise<number> {
     const [result] = await this.pool.query<ResultSetHeader>(
       `DELETE FROM ${TABLE} WHERE status = ? AND updated_at_ms < ? ORDER BY updated_at_ms LIMIT ?`,
       [status, olderThanMs, limit],
@@ -217,7 +218,7 @@ export function toLedgerRow(r: RowDataPacket): LedgerRow {
     lastErrorCode: r.last_error_code,
     lastError: r.last_error,
     payload: r.payload === null ? null : String(r.payload),
-    imMsgKey: r.im_msg_key,
+    providerRef: r.provider_ref,
     sourceRowId: num(r.source_row_id),
     sourceCreatedAtMs: num(r.source_created_at_ms),
     createdAtMs: Number(r.created_at_ms),

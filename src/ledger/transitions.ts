@@ -1,4 +1,4 @@
-import { DELIVERY_STATUSES, type DeliveryStatus } from './types.ts';
+import { DELIVERY_STATUSES, STATUS_TABLE, type DeliveryStatus } from './status.ts';
 
 /**
  * The allowed moves of a ledger row. Every conditional UPDATE in the repository takes its WHERE clause from here
@@ -34,6 +34,11 @@ export const IN_FLIGHT_STATUSES: readonly DeliveryStatus[] = sourcesOf('deliveri
 
 export function isFinalForDelivery(status: DeliveryStatus): boolean {
   return !IN_FLIGHT_STATUSES.includes(status);
+}
+
+// The status table and the edges must agree on what is final.
+for (const status of DELIVERY_STATUSES) {
+  if (STATUS_TABLE[status].final !== isFinalForDelivery(status)) throw new Error(`ledger status ${status}: STATUS_TABLE.final disagrees with TRANSITIONS`);
 }
 
 /**

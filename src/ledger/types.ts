@@ -1,6 +1,5 @@
-/** `delivered_unconfirmed`: sent, answer lost, not resent (a channel whose resends may show twice, e.g. push). */
-export const DELIVERY_STATUSES = ['pending', 'delivering', 'delivered', 'delivered_unconfirmed', 'retryable', 'failed', 'superseded'] as const;
-export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+import type { DeliveryStatus } from './status.ts';
+export { DELIVERY_STATUSES, type DeliveryStatus } from './status.ts';
 
 /** The first channel, named here because ledger rows from before the multi-channel core all carry it. */
 export const CHANNEL_TENCENT_IM_C2C = 'tencent_im_c2c';
@@ -52,7 +51,7 @@ export interface LedgerRow extends LedgerKey {
   lastErrorCode: string | null;
   lastError: string | null;
   payload: string | null;
-  imMsgKey: string | null;
+  providerRef: string | null;
   sourceRowId: number | null;
   sourceCreatedAtMs: number | null;
   createdAtMs: number;

@@ -47,7 +47,7 @@ function ledgerRow(channel: string, kind: string): LedgerRow {
   return {
     sourceName: 'activity_outbox', appCode: 'lalu', sourceEventId: eventId, channel, eventType: 'SystemNotice', userId: '70001', noticeKind: kind,
     status: 'delivering', attemptCount: 1, claimCount: 1, lockedBy: 'conformance', lockUntilMs: now + 10_000, nextRetryAtMs: null,
-    lastErrorCode: null, lastError: null, payload, imMsgKey: null, sourceRowId: n, sourceCreatedAtMs: now, createdAtMs: now, updatedAtMs: now,
+    lastErrorCode: null, lastError: null, payload, providerRef: null, sourceRowId: n, sourceCreatedAtMs: now, createdAtMs: now, updatedAtMs: now,
     deliveredAtMs: null, supersedeVersion: null, supersedeKey: null, supersededBy: null,
   };
 }

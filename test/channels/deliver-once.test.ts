@@ -12,7 +12,7 @@ const KEY: LedgerKey = { sourceName: 'room_outbox', appCode: 'lalu', sourceEvent
 function memoryLedger(row: Partial<LedgerRow> = {}) {
   const state: LedgerRow = {
     ...KEY, eventType: 'RoomMemberKicked', userId: '10001', noticeKind: 'room_notice', status: 'pending', attemptCount: 0, claimCount: 0, lockedBy: null, lockUntilMs: null,
-    nextRetryAtMs: null, lastErrorCode: null, lastError: null, payload: '{"x":1}', imMsgKey: null, sourceRowId: 1, sourceCreatedAtMs: 1, createdAtMs: 1, updatedAtMs: 1,
+    nextRetryAtMs: null, lastErrorCode: null, lastError: null, payload: '{"x":1}', providerRef: null, sourceRowId: 1, sourceCreatedAtMs: 1, createdAtMs: 1, updatedAtMs: 1,
     deliveredAtMs: null, supersedeVersion: null, supersedeKey: null, supersededBy: null, ...row,
   };
   const held = () => state.status === 'delivering';
@@ -22,9 +22,9 @@ function memoryLedger(row: Partial<LedgerRow> = {}) {
       Object.assign(state, { status: 'delivering', claimCount: state.claimCount + 1, lockUntilMs: Date.now() + 30_000 });
       return { claimed: true, row: { ...state } };
     },
-    async recordDelivered(_k, ref) { if (!held()) return false; Object.assign(state, { status: 'delivered', imMsgKey: ref, attemptCount: state.attemptCount + 1 }); return true; },
+    async recordDelivered(_k, ref) { if (!held()) return false; Object.assign(state, { status: 'delivered', providerRef: ref, attemptCount: state.attemptCount + 1 }); return true; },
     async recordSuperseded(_k, by) { if (!held()) return false; Object.assign(state, { status: 'superseded', supersededBy: by }); return true; },
-    async recordUnconfirmed(_k, ref, code, message) { if (!held()) return false; Object.assign(state, { status: 'delivered_unconfirmed', imMsgKey: ref, lastErrorCode: code, lastError: message, attemptCount: state.attemptCount + 1 }); return true; },
+    async recordUnconfirmed(_k, ref, code, message) { if (!held()) return false; Object.assign(state, { status: 'delivered_unconfirmed', providerRef: ref, lastErrorCode: code, lastError: message, attemptCount: state.attemptCount + 1 }); return true; },
     async recordFailed(_k, code, message) { Object.assign(state, { status: 'failed', lastErrorCode: code, lastError: message, attemptCount: state.attemptCount + 1 }); return true; },
     async recordRetryable(_k, code, message, at) { Object.assign(state, { status: 'retryable', lastErrorCode: code, lastError: message, nextRetryAtMs: at, attemptCount: state.attemptCount + 1 }); return true; },
     async release(_k, code, _m, at) { Object.assign(state, { status: 'retryable', lastErrorCode: code, nextRetryAtMs: at, claimCount: state.claimCount - 1 }); return true; },
@@ -57,7 +57,7 @@ describe('deliverOnce (claim → send → record) over plain ports', () => {
     expect(await deliverOnce(ports(ledger, channel), KEY)).toEqual({ action: 'complete', result: 'delivered' });
     expect(await deliverOnce(ports(ledger, channel), KEY)).toEqual({ action: 'complete', result: 'already-delivered' });
     expect(channel.sends).toBe(1);
-    expect(state.imMsgKey).toBe('inbox:7');
+    expect(state.providerRef).toBe('inbox:7');
   });
 
   it('retries a transient answer, then dead-letters after max_retry_count', async () => {
@@ -77,7 +77,7 @@ describe('deliverOnce (claim → send → record) over plain ports', () => {
     const { state, ledger } = memoryLedger();
     const channel = channelAnswering({ kind: 'unconfirmed', ref: 'push:unconfirmed', code: 'ETIMEDOUT', message: 'transport error ETIMEDOUT after the request was sent', latencyMs: 300 });
     expect(await deliverOnce(ports(ledger, channel), KEY)).toEqual({ action: 'complete', result: 'delivered_unconfirmed' });
-    expect(state).toMatchObject({ status: 'delivered_unconfirmed', lastErrorCode: 'ETIMEDOUT', imMsgKey: 'push:unconfirmed', attemptCount: 1 });
+    expect(state).toMatchObject({ status: 'delivered_unconfirmed', lastErrorCode: 'ETIMEDOUT', providerRef: 'push:unconfirmed', attemptCount: 1 });
     expect(await deliverOnce(ports(ledger, channel), KEY)).toEqual({ action: 'complete', result: 'already-delivered_unconfirmed' });
     expect(channel.sends).toBe(1);
   });

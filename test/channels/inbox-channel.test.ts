@@ -36,8 +36,8 @@ describe('the inbox channel', () => {
     const kickMsg = env.fakeIm.messages().find((m) => m.ext === 'room_notice')!;
     const kickItem = items.find((i) => i.notice_kind === 'room_notice');
     expect(kickItem.payload).toBe(kickMsg.data);
-    const [refs] = await env.notice.query<any[]>("SELECT im_msg_key FROM notice_delivery_events WHERE channel = 'inbox' AND notice_kind = 'room_notice'");
-    expect(refs[0].im_msg_key).toBe(`inbox:${kickItem.id}`);
+    const [refs] = await env.notice.query<any[]>("SELECT provider_ref FROM notice_delivery_events WHERE channel = 'inbox' AND notice_kind = 'room_notice'");
+    expect(refs[0].provider_ref).toBe(`inbox:${kickItem.id}`);
   });
 
   it('a redelivery of the same fact (requeue after delivered) is the same item, not a second one', async () => {

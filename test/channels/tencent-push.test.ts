@@ -19,7 +19,7 @@ const row = (over: Partial<LedgerRow> = {}): LedgerRow => {
   return {
     sourceName: 'activity_outbox', appCode: 'lalu', sourceEventId: `p_${Math.random()}`, channel: 'tencent_push', eventType: 'SystemNotice', userId: '80001', noticeKind: 'activity_notice',
     status: 'delivering', attemptCount: 0, claimCount: 1, lockedBy: 'test', lockUntilMs: now + 20_000, nextRetryAtMs: null, lastErrorCode: null, lastError: null,
-    payload: '{"title_key":"t","body_key":"b"}', imMsgKey: null, sourceRowId: 1, sourceCreatedAtMs: now, createdAtMs: now, updatedAtMs: now, deliveredAtMs: null,
+    payload: '{"title_key":"t","body_key":"b"}', providerRef: null, sourceRowId: 1, sourceCreatedAtMs: now, createdAtMs: now, updatedAtMs: now, deliveredAtMs: null,
     supersedeVersion: null, supersedeKey: null, supersededBy: null, ...over,
   };
 };

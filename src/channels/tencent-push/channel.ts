@@ -38,7 +38,7 @@ interface Waiting {
   reject(err: unknown): void;
 }
 
-/** im_msg_key of a row whose call went out and whose answer was never recorded (the sender died mid-call). */
+/** provider_ref of a row whose call went out and whose answer was never recorded (the sender died mid-call). */
 const SENDING_MARK = 'push-sending:';
 
 interface Group {
@@ -128,8 +128,8 @@ export function tencentPushChannel(deps: TencentPushDeps): DeliveryChannel {
       const rendered = renderOfflinePush(deps.offlinePush, row);
       if (!rendered.push) return Promise.resolve({ kind: 'permanent', code: 'NO_PUSH', message: `nothing to push: ${rendered.reason}`, latencyMs: 0 });
       // An earlier claim's call went out and its answer was never recorded: it may have reached the phone.
-      if (row.imMsgKey?.startsWith(SENDING_MARK) && !deps.retryAmbiguous) {
-        return Promise.resolve({ kind: 'unconfirmed', ref: row.imMsgKey, code: 'SEND_INTERRUPTED', message: 'a deliver process stopped during the timpush/batch call carrying this row; not resent (tencent_push.retry_ambiguous: false)', latencyMs: 0 });
+      if (row.providerRef?.startsWith(SENDING_MARK) && !deps.retryAmbiguous) {
+        return Promise.resolve({ kind: 'unconfirmed', ref: row.providerRef, code: 'SEND_INTERRUPTED', message: 'a deliver process stopped during the timpush/batch call carrying this row; not resent (tencent_push.retry_ambiguous: false)', latencyMs: 0 });
       }
       const key = JSON.stringify(rendered.info);
       let group = groups.get(key);
