@@ -10,7 +10,7 @@ import { OutboxPoller } from '../src/outbox/poller.ts';
 import { OutboxReader } from '../src/outbox/reader.ts';
 import { FactRecorder } from '../src/intake/fact-recorder.ts';
 import { walletOutboxSource } from '../src/notices/wallet/source.ts';
-import { Reconciler } from '../deliver/reconciler.ts';
+import { Reconciler } from '../src/delivery/reconciler.ts';
 import { createRedis } from '../src/platform/redis.ts';
 import { createDeliverQueues, enqueueDeliveries } from '../queues/deliver-queue.ts';
 

@@ -10,7 +10,7 @@ import { newWorkerId } from '../src/app/worker-id.ts';
 import type { DeliverJobData, DeliverQueues } from '../queues/deliver-queue.ts';
 import { createDeliverProcessor, ledgerBackoff } from './processor.ts';
 import type { NoticeMetrics } from '../src/observability/metrics.ts';
-import { Reconciler } from './reconciler.ts';
+import { Reconciler } from '../src/delivery/reconciler.ts';
 import { BatchedLedger } from '../src/ledger/batched-ledger.ts';
 import { RejectStore } from '../src/intake/reject-store.ts';
 import { DeliveryHistory } from '../src/ledger/history.ts';
@@ -19,6 +19,7 @@ import { routedChannels } from '../src/channels/routing.ts';
 import type { DeliveryChannel } from '../src/channels/types.ts';
 import type { DeliveryOutcome, DeliveryPorts } from '../src/delivery/deliver-once.ts';
 import { channelLedger, deliveryLedger } from '../src/delivery/ledger-port.ts';
+import { skipSuperseded } from '../src/delivery/wrappers/skip-superseded.ts';
 import { tencentApps } from '../src/config/tencent-apps.ts';
 import { channelRoutes } from '../src/channels/routing.ts';
 import { describeError } from '../src/platform/errors.ts';
@@ -70,7 +71,11 @@ export class DeliverRole implements Role {
     const routes = channelRoutes(this.config);
     const port = deliveryLedger(hot, ledger, this.workerId);
     for (const module of this.modules) {
-      const channel = await module.create({ config: this.config, pool: this.pool, redis: this.connection, ledger: channelLedger(ledger), newerVersion: (row) => hot.newerVersion(row), routes, logger: this.logger, metrics: this.metrics });
+      // Decisions around every channel's send are wrappers: superseding first (no quota spent on an obsolete notice).
+      const channel = skipSuperseded(await module.create({ config: this.config, pool: this.pool, redis: this.connection, ledger: channelLedger(ledger), routes, logger: this.logger, metrics: this.metrics }), {
+        skips: (eventType) => this.config.deliver.skip_superseded[eventType] === true,
+        newerVersion: (row) => hot.newerVersion(row),
+      });
       this.channels.push(channel);
       ports.set(module.name, {
         ledger: port,

@@ -12,7 +12,7 @@ import { createRedis } from '../src/platform/redis.ts';
 import { buildProcess, type NoticeProcess } from '../cli/run-roles.ts';
 import { createDeliverQueues, deliverJobId, enqueueDeliveries, type DeliverJobData, type DeliverQueues } from '../queues/deliver-queue.ts';
 import { inspectJobs } from '../queues/job-repair.ts';
-import { Reconciler } from '../deliver/reconciler.ts';
+import { Reconciler } from '../src/delivery/reconciler.ts';
 
 let env: TestEnv | undefined;
 let redis: Redis | undefined;

@@ -8,7 +8,7 @@ import { LedgerRepository } from '../src/ledger/repository.ts';
 import { CHANNEL_TENCENT_IM_C2C } from '../src/ledger/types.ts';
 import { createRedis } from '../src/platform/redis.ts';
 import { createDeliverQueues, deliverJobId, queuedJobs, type DeliverJobData, type DeliverQueues } from '../queues/deliver-queue.ts';
-import { Reconciler } from '../deliver/reconciler.ts';
+import { Reconciler } from '../src/delivery/reconciler.ts';
 
 let env: TestEnv | undefined;
 let redis: Redis | undefined;

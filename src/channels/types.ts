@@ -55,8 +55,6 @@ export interface ChannelContext {
   config: NoticeConfig;
   pool: Pool;
   redis: Redis;
-  /** The newer version of a supersedable notice in the ledger (BatchedLedger.newerVersion). */
-  newerVersion(row: LedgerRow): Promise<string | null>;
   /** The one ledger write a channel makes itself (marking rows before an ambiguous call). */
   ledger: ChannelLedger;
   /** Where facts are routed (channels/routing.ts), so a channel can tell whether another also carries a notice. */

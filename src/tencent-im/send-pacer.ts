@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
+import { loadLuaScript, runLuaScript } from '../platform/lua-scripts.ts';
 
 /**
  * Share of the configured rate that sends are paced and admitted at. Tencent (and fake-im) count requests in any
@@ -44,121 +45,24 @@ export const PACE_FLOOR = 0.5;
 export const PACE_RECOVERY_PER_S = 0.05;
 export const PACE_HOLD_MS = 500;
 
+/** The pacer's Redis scripts, in src/tencent-im/lua/ (each names its keys and arguments), read once. */
+const LUA_DIR = new URL('./lua/', import.meta.url);
+const PACE_VALUES = {
+  PACE_RECOVERY_PER_S, PACE_FLOOR, PACE_DECREASE, PACE_HOLD_US: PACE_HOLD_MS * 1000,
+  PACE_TTL_MS: Math.ceil(((1 - PACE_FLOOR) / PACE_RECOVERY_PER_S) * 1000) + 1000,
+};
+const SCRIPTS = {
+  reserveSlot: loadLuaScript(LUA_DIR, 'reserveSlot-5', PACE_VALUES),
+  admitSend: loadLuaScript(LUA_DIR, 'admitSend-3', PACE_VALUES),
+  slowDown: loadLuaScript(LUA_DIR, 'slowDown-1', PACE_VALUES),
+  backOff: loadLuaScript(LUA_DIR, 'backOff-2', PACE_VALUES),
+};
+
 /** Lua: the current pace factor (≤ 1) from the stored one and when it was set; KEY and NOW named by the caller. */
-const paceFactorLua = (key: string, now: string) => `
-local function paceFactor()
-  local stored = redis.call('HMGET', ${key}, 'f', 't')
-  if not stored[1] then return 1 end
-  local f = tonumber(stored[1]) + (${now} - tonumber(stored[2])) / 1000000 * ${PACE_RECOVERY_PER_S}
-  if f > 1 then return 1 end
-  return f
-end`;
 
-/**
- * The next send slot for the whole app, in Redis time (so process clocks do not matter): the later of now and the
- * stored "next free" time, which moves one interval past it (one warm-up interval during a warm-up). Microseconds,
- * as integers (exact in Lua's doubles). With interval 0 (no rate limit) it writes nothing and only reports an active
- * back-off. A slot further than ARGV[2] µs away is not taken (so a sender that cannot wait that long wastes no slot).
- * Heads (ARGV[6] not empty): each process's oldest send still without a slot registers its age (ARGV[5]); while an
- * older head of another process is registered, a younger one takes nothing (behind-older 1), so slots go oldest
- * first across processes. A head that stops asking (a dead process) drops out when its expiry passes.
- * KEYS[1] next-free, KEYS[2] burst start, KEYS[3] heads by age, KEYS[4] heads by expiry; ARGV[1] interval µs,
- * ARGV[2] longest wait µs, ARGV[3] warm-up length µs, ARGV[4] warm-up interval µs, ARGV[5] age, ARGV[6] head id.
- * Returns { slot µs, Redis now µs, taken 1/0, behind-older 1/0 }.
- */
-const RESERVE_SCRIPT = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-${paceFactorLua('KEYS[5]', 'now')}
-local pace = paceFactor()
-local interval = math.ceil(tonumber(ARGV[1]) / pace)
-local maxWait = tonumber(ARGV[2])
-local nextFree = tonumber(redis.call('GET', KEYS[1]) or '0')
-local slot = math.max(now, nextFree)
-local head = ARGV[6]
-if head ~= '' then
-  for _, gone in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now)) do
-    redis.call('ZREM', KEYS[3], gone)
-    redis.call('ZREM', KEYS[4], gone)
-  end
-  local age = tonumber(ARGV[5])
-  redis.call('ZADD', KEYS[3], age, head)
-  local oldest = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-  local behind = oldest[1] ~= head and tonumber(oldest[2]) < age
-  if behind or slot - now > maxWait then
-    -- Asks again in about an interval (behind an older head) or when the queue is short enough: expire after that.
-    local again = now + interval
-    if not behind then again = slot - maxWait end
-    redis.call('ZADD', KEYS[4], string.format('%.0f', again + 250000), head)
-    redis.call('PEXPIRE', KEYS[3], 60000)
-    redis.call('PEXPIRE', KEYS[4], 60000)
-    return { string.format('%.0f', slot), string.format('%.0f', now), 0, behind and 1 or 0 }
-  end
-  redis.call('ZREM', KEYS[3], head)
-  redis.call('ZREM', KEYS[4], head)
-elseif slot - now > maxWait then
-  return { string.format('%.0f', slot), string.format('%.0f', now), 0, 0 }
-end
-if interval > 0 then
-  local burst = tonumber(redis.call('GET', KEYS[2]) or '0')
-  if nextFree < now - 1000000 then
-    burst = now
-    redis.call('SET', KEYS[2], string.format('%.0f', now), 'PX', 60000)
-  end
-  local spacing = interval
-  if slot - burst < tonumber(ARGV[3]) then spacing = math.ceil(tonumber(ARGV[4]) / pace) end
-  redis.call('SET', KEYS[1], string.format('%.0f', slot + spacing), 'PX', math.ceil((slot + spacing - now) / 1000) + 1000)
-end
-return { string.format('%.0f', slot), string.format('%.0f', now), 1, 0 }`;
 
-/**
- * Admission at send time, against a log of the last second's sends: refused while a back-off is on or while the
- * sliding second already holds `cap` sends. This is what bounds every sliding second, even when a process reaches
- * its slot late (GC, a full CPU) and its send would bunch with the next ones.
- * KEYS[1] send log (sorted set), KEYS[2] paused-until; ARGV[1] cap, ARGV[2] unique member. Returns 1 or 0.
- */
-const ADMIT_SCRIPT = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-if tonumber(redis.call('GET', KEYS[2]) or '0') > now then return 0 end
-${paceFactorLua('KEYS[3]', 'now')}
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now - 1000000))
-if redis.call('ZCARD', KEYS[1]) >= math.floor(tonumber(ARGV[1]) * paceFactor()) then return 0 end
-redis.call('ZADD', KEYS[1], string.format('%.0f', now), ARGV[2])
-redis.call('PEXPIRE', KEYS[1], 2000)
-return 1`;
 
-/**
- * Push "next free" and "paused until" ARGV[1] ms past now: new reservations wait for the end of the pause, and
- * sends holding an earlier slot are refused admission and queue up again behind it.
- */
-const BACK_OFF_SCRIPT = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local untilUs = now + tonumber(ARGV[1]) * 1000
-local ttl = tonumber(ARGV[1]) + 1000
-if tonumber(redis.call('GET', KEYS[1]) or '0') < untilUs then
-  redis.call('SET', KEYS[1], string.format('%.0f', untilUs), 'PX', ttl)
-end
-redis.call('SET', KEYS[2], string.format('%.0f', untilUs), 'PX', ttl)
-return 0`;
 
-/**
- * Over-frequency: lower the shared pace (see PACE_DECREASE), unless it was lowered within the hold. Returns the new
- * factor ×1000. KEYS[1] pace hash.
- */
-const SLOW_DOWN_SCRIPT = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-${paceFactorLua('KEYS[1]', 'now')}
-local f = paceFactor()
-local last = tonumber(redis.call('HGET', KEYS[1], 'd') or '0')
-if now - last >= ${PACE_HOLD_MS * 1000} then
-  f = math.max(${PACE_FLOOR}, f * ${PACE_DECREASE})
-  redis.call('HSET', KEYS[1], 'f', tostring(f), 't', string.format('%.0f', now), 'd', string.format('%.0f', now))
-  redis.call('PEXPIRE', KEYS[1], ${Math.ceil(((1 - PACE_FLOOR) / PACE_RECOVERY_PER_S) * 1000) + 1000})
-end
-return math.floor(f * 1000)`;
 
 let members = 0;
 
@@ -220,9 +124,9 @@ export class SendPacer {
    */
   async reserve(maxWaitMs = Infinity, asHead?: { age: number }): Promise<{ slotUs: number; waitMs: number; slotLocalMs: number; taken: boolean; behindOlder: boolean }> {
     const maxWaitUs = Number.isFinite(maxWaitMs) ? String(Math.max(0, Math.floor(maxWaitMs * 1000))) : '1e18';
-    const [slot, now, taken, behind] = (await this.redis.eval(
-      RESERVE_SCRIPT, 5, this.nextFreeKey, this.burstKey, this.headsKey, this.headExpiriesKey, this.paceKey,
-      String(this.intervalUs), maxWaitUs, String(WARM_UP_MS * 1000), String(this.warmUpIntervalUs), String(asHead?.age ?? 0), asHead ? this.memberPrefix : '',
+    const [slot, now, taken, behind] = (await runLuaScript(
+      this.redis, SCRIPTS.reserveSlot, [this.nextFreeKey, this.burstKey, this.headsKey, this.headExpiriesKey, this.paceKey],
+      [String(this.intervalUs), maxWaitUs, String(WARM_UP_MS * 1000), String(this.warmUpIntervalUs), String(asHead?.age ?? 0), asHead ? this.memberPrefix : ''],
     )) as [string, string, number, number];
     const slotUs = Number(slot);
     this.clockOffsetMs = Math.min(performance.now() - Number(now) / 1000, this.clockOffsetMs + 0.01);
@@ -232,7 +136,7 @@ export class SendPacer {
   /** Records a send now if the last second has room and no back-off is on. */
   async admit(): Promise<boolean> {
     const member = `${this.memberPrefix}:${++members}`;
-    return (await this.redis.eval(ADMIT_SCRIPT, 3, this.logKey, this.pauseKey, this.paceKey, String(this.cap), member)) === 1;
+    return (await runLuaScript(this.redis, SCRIPTS.admitSend, [this.logKey, this.pauseKey, this.paceKey], [String(this.cap), member])) === 1;
   }
 
   /**
@@ -298,12 +202,12 @@ export class SendPacer {
       await this.backOff(1000);
       return 1;
     }
-    return Number(await this.redis.eval(SLOW_DOWN_SCRIPT, 1, this.paceKey)) / 1000;
+    return Number(await runLuaScript(this.redis, SCRIPTS.slowDown, [this.paceKey], [])) / 1000;
   }
 
   /** No send starts in any process for `ms` from now; sends already waiting for a slot queue up again. */
   async backOff(ms: number): Promise<void> {
-    await this.redis.eval(BACK_OFF_SCRIPT, 2, this.nextFreeKey, this.pauseKey, String(Math.ceil(ms)));
+    await runLuaScript(this.redis, SCRIPTS.backOff, [this.nextFreeKey, this.pauseKey], [String(Math.ceil(ms))]);
   }
 }
 

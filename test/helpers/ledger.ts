@@ -26,6 +26,6 @@ export async function insertAndClaim(pool: Pool, row: LedgerRow, workerId: strin
 export function channelContextFor(env: { config: NoticeConfig; notice: Pool; redis: Redis }, config: NoticeConfig = env.config): ChannelContext {
   return {
     config, routes: channelRoutes(config), pool: env.notice, redis: env.redis, ledger: channelLedger(new LedgerRepository(env.notice)),
-    newerVersion: async () => null, logger: pino({ level: 'silent' }),
+    logger: pino({ level: 'silent' }),
   };
 }

@@ -5,6 +5,7 @@ import type { OfflinePushInfo } from '../../tencent-im/offline-push.ts';
 import { MAX_MESSAGE_BYTES, messageBytes } from '../../tencent-im/message.ts';
 import type { ChannelOutcome, DeliveryChannel, SendContext } from '../types.ts';
 import type { SendPacer } from '../../tencent-im/send-pacer.ts';
+import { slotWithinLock } from '../../delivery/wrappers/slot-within-lock.ts';
 
 export { CHANNEL_TENCENT_IM_C2C };
 
@@ -14,10 +15,6 @@ export interface TencentImC2CDeps {
   sender: TencentImSender;
   /** The app-wide send rate (SendPacer): waits for this send's slot, and backs every process off on over-frequency. */
   pacer: Pick<SendPacer, 'acquire' | 'overFrequency'>;
-  /** The newer version of a supersedable notice that is sent or on its way (BatchedLedger.newerVersion). */
-  newerVersion(row: LedgerRow): Promise<string | null>;
-  /** Event types whose notice is finished without a send when a newer version is already in the ledger. */
-  skipsSuperseded(eventType: string): boolean;
   /** How far ahead of its commit time a notice of this kind queues for the quota (deliver.priority). */
   priorityLeadMs(noticeKind: string): number;
   /** The longest one send can take (the HTTP timeout): a send must end within the ledger lock it holds. */
@@ -41,29 +38,15 @@ export function tencentImC2CChannel(deps: TencentImC2CDeps): DeliveryChannel {
       // IM's own limit, checked before any quota is spent: the other channels of the fact are not bound by it.
       const bytes = messageBytes(row.payload ?? '', row.noticeKind);
       if (bytes > MAX_MESSAGE_BYTES) return { kind: 'permanent', code: 'TOO_LARGE', message: `payload too large for one IM message: ${bytes} bytes > ${MAX_MESSAGE_BYTES}`, latencyMs: 0 };
-      // Obsolete already (a newer balance of the same asset is sent or on its way): finish it without spending quota.
-      // Checked when its turn comes, never waited for: a notice with nothing newer goes at once.
-      if (row.supersedeKey && deps.skipsSuperseded(row.eventType)) {
-        const newer = await deps.newerVersion(row);
-        if (newer !== null) return { kind: 'superseded', newerEventId: newer };
-      }
       // The slot comes after the claim, so nothing with a variable delay (a statement) stands between slot and send.
-      // The send needs the HTTP timeout's worth of lock, or half of what the claim left when lock_ttl is shorter than
-      // that (a short lock was already the operator's choice before any wait); the slot must come before that.
-      const slotAskedMs = now();
-      const lockUntil = ctx.lockUntilMs;
-      const lockNeededMs = lockUntil === null ? 0 : Math.min(deps.sendTimeoutMs, (lockUntil - slotAskedMs) / 2);
       // Slots go to the oldest waiting events first, across deliver processes (SendPacer.acquire). A kind's priority
       // lead makes it older than it is, so it goes before other kinds' notices up to that much older.
       const age = (row.sourceCreatedAtMs ?? row.createdAtMs) - deps.priorityLeadMs(row.noticeKind);
-      const slot = await deps.pacer.acquire(lockUntil === null ? Infinity : lockUntil - lockNeededMs - slotAskedMs, age);
-      if (!slot.sent || (lockUntil !== null && now() + lockNeededMs > lockUntil)) {
-        // More senders than slots within the lock (a low rate, a short lock_ttl), or the process stalled: another
-        // worker may claim the row once the lock ends, so do not send; it comes back about when slots have room.
-        const at = now();
-        return { kind: 'not_now', code: 'SEND_SLOT_WAIT', message: 'no send slot within the ledger lock', retryAtMs: at + (slot.sent ? 50 : slot.retryInMs) };
+      const slot = await slotWithinLock(deps.pacer, { lockUntilMs: ctx.lockUntilMs, sendTimeoutMs: deps.sendTimeoutMs, ageMs: age, now });
+      if (!slot.fits(ctx.lockUntilMs)) {
+        return { kind: 'not_now', code: 'SEND_SLOT_WAIT', message: 'no send slot within the ledger lock', retryAtMs: slot.retryAtMs };
       }
-      deps.metrics?.sendSlotWait.observe({ channel: CHANNEL_TENCENT_IM_C2C, app: deps.app }, (now() - slotAskedMs) / 1000);
+      deps.metrics?.sendSlotWait.observe({ channel: CHANNEL_TENCENT_IM_C2C, app: deps.app }, (slot.atMs - slot.askedAtMs) / 1000);
       const sent = await deps.sender.sendC2C({ toAccount: row.userId, ext: row.noticeKind, data: row.payload ?? '', dedupSeed: formatKey(row), offlinePush: deps.offlinePush?.(row) });
       return sent.kind === 'delivered' ? { kind: 'delivered', ref: sent.msgKey, latencyMs: sent.latencyMs } : sent;
     },

@@ -32,8 +32,6 @@ export function createTencentImC2C(ctx: ChannelContext): DeliveryChannel {
       app: app.appCode,
       sender: client,
       pacer,
-      newerVersion: ctx.newerVersion,
-      skipsSuperseded: (eventType) => config.deliver.skip_superseded[eventType] === true,
       priorityLeadMs: (kind) => config.deliver.priority[kind] ?? 0,
       sendTimeoutMs: im.request_timeout * 2, // a re-sign can make it two requests
       offlinePush: (row) => c2cOfflinePush(config.offline_push, row, routes(row.eventType, row.noticeKind).includes(CHANNEL_TENCENT_PUSH), messageBytes(row.payload ?? '', row.noticeKind), MAX_MESSAGE_BYTES),

@@ -6,6 +6,7 @@ import type { NoticeMetrics } from '../../observability/metrics.ts';
 import { renderOfflinePush, type OfflinePushInfo } from '../../tencent-im/offline-push.ts';
 import type { PushBatchOutcome, TencentPushSender } from '../../tencent-im/push-client.ts';
 import type { SendPacer } from '../../tencent-im/send-pacer.ts';
+import { slotWithinLock } from '../../delivery/wrappers/slot-within-lock.ts';
 import type { ChannelOutcome, DeliveryChannel, SendContext } from '../types.ts';
 
 export interface TencentPushDeps {
@@ -70,18 +71,12 @@ export function tencentPushChannel(deps: TencentPushDeps): DeliveryChannel {
       while (group.waiting.length > 0) {
         const soonestLock = Math.min(...group.waiting.map((w) => w.lockUntilMs ?? Infinity));
         const oldest = Math.min(...group.waiting.map((w) => w.row.sourceCreatedAtMs ?? w.row.createdAtMs));
-        // As for C2C: the call needs the HTTP timeout's worth of lock, or half of what the lock has left when
-        // lock_ttl is shorter than that; the slot must come before.
-        const askedAt = now();
-        const lockNeededMs = soonestLock === Infinity ? 0 : Math.max(0, Math.min(deps.sendTimeoutMs, (soonestLock - askedAt) / 2));
-        const slot = await deps.pacer.acquire(soonestLock === Infinity ? Infinity : Math.max(0, soonestLock - lockNeededMs - askedAt), oldest);
-        const at = now();
-        if (slot.sent) deps.metrics?.sendSlotWait.observe({ channel: CHANNEL_TENCENT_PUSH, app: deps.app }, (at - askedAt) / 1000);
-        // Without a slot, or with a lock that would end before the call does, rows go back unspent; another claim
-        // brings them again.
+        // As for C2C, against the soonest lock of the call; rows whose lock would end first go back unspent.
+        const slot = await slotWithinLock(deps.pacer, { lockUntilMs: soonestLock === Infinity ? null : soonestLock, sendTimeoutMs: deps.sendTimeoutMs, ageMs: oldest, now });
+        if (slot.granted) deps.metrics?.sendSlotWait.observe({ channel: CHANNEL_TENCENT_PUSH, app: deps.app }, (slot.atMs - slot.askedAtMs) / 1000);
         const taken = group.waiting.splice(0);
-        const [sendable, late] = slot.sent ? partition(taken, (w) => w.lockUntilMs === null || at + lockNeededMs <= w.lockUntilMs) : [[], taken];
-        for (const w of late) w.resolve({ kind: 'not_now', code: 'SEND_SLOT_WAIT', message: 'no push slot within the ledger lock', retryAtMs: at + (slot.sent ? 50 : slot.retryInMs) });
+        const [sendable, late] = partition(taken, (w) => slot.fits(w.lockUntilMs));
+        for (const w of late) w.resolve({ kind: 'not_now', code: 'SEND_SLOT_WAIT', message: 'no push slot within the ledger lock', retryAtMs: slot.retryAtMs });
         if (sendable.length === 0) continue;
         // One account once per call; a second row for the same account (another fact, same text) waits for the next.
         const seen = new Set<string>();

@@ -1,21 +1,21 @@
-import { PURGEABLE_STATUSES } from '../src/ledger/status.ts';
+import { loadLuaScript, runLuaScript } from '../platform/lua-scripts.ts';
+import { PURGEABLE_STATUSES } from '../ledger/status.ts';
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Redis } from 'ioredis';
-import type { LedgerRepository } from '../src/ledger/repository.ts';
-import type { NoticeConfig } from '../src/config/schema.ts';
-import type { NoticeMetrics } from '../src/observability/metrics.ts';
-import { describeError } from '../src/platform/errors.ts';
-import type { RejectStore } from '../src/intake/reject-store.ts';
-import type { DeliveryHistory } from '../src/ledger/history.ts';
-import { deliverJobId, enqueueDeliveries, type DeliverJobData, type DeliverQueues } from '../queues/deliver-queue.ts';
-import { clearForReadd, inspectJobs, notLive, type JobPresence } from '../queues/job-repair.ts';
+import type { LedgerRepository } from '../ledger/repository.ts';
+import type { NoticeConfig } from '../config/schema.ts';
+import type { NoticeMetrics } from '../observability/metrics.ts';
+import { describeError } from '../platform/errors.ts';
+import type { RejectStore } from '../intake/reject-store.ts';
+import type { DeliveryHistory } from '../ledger/history.ts';
+import { deliverJobId, enqueueDeliveries, type DeliverJobData, type DeliverQueues } from '../../queues/deliver-queue.ts';
+import { clearForReadd, inspectJobs, notLive, type JobPresence } from '../../queues/job-repair.ts';
 
-/** Take or keep the lock: set it if free, extend it if ours. One script, so two processes never both hold it. */
-const LOCK_SCRIPT = `
-if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end
-if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
-return 0`;
+/** The leader lock's scripts (src/delivery/lua/). */
+const LUA_DIR = new URL('./lua/', import.meta.url);
+const TAKE_LOCK = loadLuaScript(LUA_DIR, 'takeLock-1');
+const RELEASE_LOCK = loadLuaScript(LUA_DIR, 'releaseLock-1');
 
 export interface ReconcilePass {
   leader: boolean;
@@ -76,13 +76,13 @@ export class Reconciler {
     this.running = false;
     if (this.timer) clearTimeout(this.timer);
     await this.current;
-    await this.deps.redis.eval("if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0", 1, this.lockKey, this.deps.owner).catch(() => undefined);
+    await runLuaScript(this.deps.redis, RELEASE_LOCK, [this.lockKey], [this.deps.owner]).catch(() => undefined);
   }
 
   async runOnce(nowMs = Date.now()): Promise<ReconcilePass> {
     const { ledger, queues, config, logger, metrics } = this.deps;
     const pass: ReconcilePass = { leader: false, stranded: 0, requeued: 0, live: 0, locked: 0, purged: 0 };
-    const held = await this.deps.redis.eval(LOCK_SCRIPT, 1, this.lockKey, this.deps.owner, String(config.reconciler.interval * 3));
+    const held = await runLuaScript(this.deps.redis, TAKE_LOCK, [this.lockKey], [this.deps.owner, String(config.reconciler.interval * 3)]);
     if (Number(held) !== 1) return pass;
     pass.leader = true;
 
