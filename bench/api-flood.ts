@@ -27,12 +27,27 @@ export async function runApiFlood(rate: number, seconds: number, concurrent: num
     world.env.fakeIm.setFaults({ delay_ms: imLatencyMs });
     // 50 items per user, so each small call reads real rows.
     const rows = [];
-    for (let u = 0; u < users; u++) for (let i = 0; i < 50; i++) {
-      const fact = { sourceName: 'bench', appCode: 'lalu', sourceEventId: `f${u}_${i}` };
-      rows.push([factHash(fact), 'lalu', String(100000 + u), 'bench', fact.sourceEventId, 'activity_notice', 'SystemNotice', `{"n":${i}}`, 1800000000000 + i, null]);
-    }
+    for (let u = 0; u < users; u++)
+      for (let i = 0; i < 50; i++) {
+        const fact = { sourceName: 'bench', appCode: 'lalu', sourceEventId: `f${u}_${i}` };
+        rows.push([
+          factHash(fact),
+          'lalu',
+          String(100000 + u),
+          'bench',
+          fact.sourceEventId,
+          'activity_notice',
+          'SystemNotice',
+          `{"n":${i}}`,
+          1800000000000 + i,
+          null,
+        ]);
+      }
     for (let at = 0; at < rows.length; at += 5000) {
-      await world.env.notice.query('INSERT INTO notice_inbox_items (fact_hash, app_code, user_id, source_name, source_event_id, notice_kind, event_type, payload, created_at_ms, expire_at_ms) VALUES ?', [rows.slice(at, at + 5000)]);
+      await world.env.notice.query(
+        'INSERT INTO notice_inbox_items (fact_hash, app_code, user_id, source_name, source_event_id, notice_kind, event_type, payload, created_at_ms, expire_at_ms) VALUES ?',
+        [rows.slice(at, at + 5000)],
+      );
     }
     await world.spawn('ingest');
     await world.spawn('deliver');
@@ -42,20 +57,33 @@ export async function runApiFlood(rate: number, seconds: number, concurrent: num
       const deadline = Date.now() + 60_000;
       const mine = () => world.env.fakeIm.delivered().filter((m) => committedAt.has(JSON.parse(m.data).event_id));
       while (mine().length < committedAt.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-      const ms = mine().map((m) => m.receivedAtMs - committedAt.get(JSON.parse(m.data).event_id)!).sort((a, b) => a - b);
+      const ms = mine()
+        .map((m) => m.receivedAtMs - committedAt.get(JSON.parse(m.data).event_id)!)
+        .sort((a, b) => a - b);
       return { p50_ms: percentile(ms, 50), p99_ms: percentile(ms, 99), events: ms.length };
     };
     log(`api_flood: ${rate}/s wallet notices for ${seconds} s, quiet`);
     const quiet = await latencies(0);
     log(`api_flood: the same while the inbox API is flooded (3 × 4 MiB deletes, ${concurrent} calls in flight)`);
-    const flooder = spawn(process.execPath, ['--import', 'tsx', 'bench/api-flood-client.ts', String(apiPort), String(seconds + 5), String(concurrent), '3', String(users)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const flooder = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'bench/api-flood-client.ts', String(apiPort), String(seconds + 5), String(concurrent), '3', String(users)],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     let out = '';
     flooder.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     const exited = new Promise<void>((resolve) => flooder.on('exit', () => resolve()));
     await new Promise((r) => setTimeout(r, 3000)); // the flood is at full strength before the notices start
     const flood = await latencies(10_000_000);
     await exited;
-    return { rate, seconds, quiet, flood, p99_ratio: Math.round((flood.p99_ms / Math.max(1, quiet.p99_ms)) * 100) / 100, api_calls: JSON.parse(out.trim().split('\n').pop() || '{}') };
+    return {
+      rate,
+      seconds,
+      quiet,
+      flood,
+      p99_ratio: Math.round((flood.p99_ms / Math.max(1, quiet.p99_ms)) * 100) / 100,
+      api_calls: JSON.parse(out.trim().split('\n').pop() || '{}'),
+    };
   } finally {
     await world.close();
   }

@@ -34,16 +34,27 @@ async function stream(rate: number, seconds: number, write: (n: number) => Promi
  */
 export async function runAppsIsolation(seconds: number, imLatencyMs: number): Promise<AppsIsolationResult> {
   const quota = 200;
-  const world = await createWorld({
-    ...PIPELINE,
-    room_notice_worker: { enabled: true, poll_interval: '100ms', batch_size: 100, lock_ttl: '30s', max_retry_count: 10, gap_grace: '60s' },
-    tencent_im: { ...PIPELINE.tencent_im, rate_limit_per_second: quota, apps: { hala: { sdk_app_id: HALA.sdkAppId, secret_key: HALA.secretKey } } },
-  }, { fakeImApps: [HALA] });
+  const world = await createWorld(
+    {
+      ...PIPELINE,
+      room_notice_worker: { enabled: true, poll_interval: '100ms', batch_size: 100, lock_ttl: '30s', max_retry_count: 10, gap_grace: '60s' },
+      tencent_im: { ...PIPELINE.tencent_im, rate_limit_per_second: quota, apps: { hala: { sdk_app_id: HALA.sdkAppId, secret_key: HALA.secretKey } } },
+    },
+    { fakeImApps: [HALA] },
+  );
   try {
     world.env.fakeIm.setFaults({ delay_ms: imLatencyMs, rate_limit_per_second: quota });
     const backlog = quota * (seconds + 10);
     for (let at = 0; at < backlog; at += 2000) {
-      await insertWalletRows(world.env.owner, world.env.config.wallet_database, Array.from({ length: Math.min(2000, backlog - at) }, (_, i) => ({ ...balanceChanged(at + i + 1), event_id: `gift_${at + i + 1}`, user_id: String(50000 + ((at + i) % 5000)) })));
+      await insertWalletRows(
+        world.env.owner,
+        world.env.config.wallet_database,
+        Array.from({ length: Math.min(2000, backlog - at) }, (_, i) => ({
+          ...balanceChanged(at + i + 1),
+          event_id: `gift_${at + i + 1}`,
+          user_id: String(50000 + ((at + i) % 5000)),
+        })),
+      );
     }
     await world.spawn('ingest');
     await world.spawn('deliver');
@@ -66,18 +77,29 @@ export async function runAppsIsolation(seconds: number, imLatencyMs: number): Pr
     const bDelivered = () => world.env.fakeIm.delivered().filter((m) => m.sdkAppId === HALA.sdkAppId);
     while (bDelivered().length < kicks.size + balances.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     const latencies = (committed: Map<string, number>) => {
-      const ms = bDelivered().map((m) => JSON.parse(m.data).event_id as string).filter((id) => committed.has(id))
-        .map((id) => world.env.fakeIm.delivered().find((m) => JSON.parse(m.data).event_id === id)!.receivedAtMs - committed.get(id)!).sort((a, b) => a - b);
+      const ms = bDelivered()
+        .map((m) => JSON.parse(m.data).event_id as string)
+        .filter((id) => committed.has(id))
+        .map((id) => world.env.fakeIm.delivered().find((m) => JSON.parse(m.data).event_id === id)!.receivedAtMs - committed.get(id)!)
+        .sort((a, b) => a - b);
       return { events: ms.length, p50_ms: percentile(ms, 50), p99_ms: percentile(ms, 99) };
     };
-    const aSent = world.env.fakeIm.delivered().filter((m) => APP_OF_SDK[m.sdkAppId] === 'lalu' && m.receivedAtMs >= windowStart && m.receivedAtMs <= windowEnd).length;
+    const aSent = world.env.fakeIm
+      .delivered()
+      .filter((m) => APP_OF_SDK[m.sdkAppId] === 'lalu' && m.receivedAtMs >= windowStart && m.receivedAtMs <= windowEnd).length;
     const aSeconds = (windowEnd - windowStart) / 1000;
-    const aStats = (world.env.fakeIm.getStats().by_app as Record<string, { requests: number; rate_limited: number }>)['1400000001'] ?? { requests: 0, rate_limited: 0 };
+    const aStats = (world.env.fakeIm.getStats().by_app as Record<string, { requests: number; rate_limited: number }>)['1400000001'] ?? {
+      requests: 0,
+      rate_limited: 0,
+    };
     return {
-      seconds, a_backlog: backlog,
-      a_sent_per_second: Math.round(aSent / aSeconds), a_quota_share: Math.round((aSent / aSeconds / quota) * 1000) / 1000,
+      seconds,
+      a_backlog: backlog,
+      a_sent_per_second: Math.round(aSent / aSeconds),
+      a_quota_share: Math.round((aSent / aSeconds / quota) * 1000) / 1000,
       a_over_frequency_share: Math.round((aStats.rate_limited / Math.max(1, aStats.requests)) * 100_000) / 100_000,
-      b_kicks: latencies(kicks), b_balances: latencies(balances),
+      b_kicks: latencies(kicks),
+      b_balances: latencies(balances),
     };
   } finally {
     await world.close();
@@ -94,26 +116,42 @@ export interface AppsCapacityResult {
 
 /** Capacity with the rate limit off, the backlog spread over `apps` apps (each its own Tencent app, queues and pacer). */
 export async function runAppsCapacity(apps: number, events: number, imLatencyMs: number): Promise<AppsCapacityResult> {
-  const extra = Array.from({ length: apps - 1 }, (_, i) => ({ code: `app${i + 2}`, sdkAppId: 1400000100 + i, secretKey: `bench-app-secret-${i}-000000000000`, adminIdentifier: 'administrator' }));
-  const world = await createWorld({
-    ...PIPELINE,
-    tencent_im: { ...PIPELINE.tencent_im, apps: Object.fromEntries(extra.map((a) => [a.code, { sdk_app_id: a.sdkAppId, secret_key: a.secretKey }])) },
-  }, { fakeImApps: extra.map(({ sdkAppId, secretKey, adminIdentifier }) => ({ sdkAppId, secretKey, adminIdentifier })) });
+  const extra = Array.from({ length: apps - 1 }, (_, i) => ({
+    code: `app${i + 2}`,
+    sdkAppId: 1400000100 + i,
+    secretKey: `bench-app-secret-${i}-000000000000`,
+    adminIdentifier: 'administrator',
+  }));
+  const world = await createWorld(
+    {
+      ...PIPELINE,
+      tencent_im: { ...PIPELINE.tencent_im, apps: Object.fromEntries(extra.map((a) => [a.code, { sdk_app_id: a.sdkAppId, secret_key: a.secretKey }])) },
+    },
+    { fakeImApps: extra.map(({ sdkAppId, secretKey, adminIdentifier }) => ({ sdkAppId, secretKey, adminIdentifier })) },
+  );
   try {
     world.env.fakeIm.setFaults({ delay_ms: imLatencyMs });
     const codes = ['lalu', ...extra.map((a) => a.code)];
     for (let at = 0; at < events; at += 2000) {
-      await insertWalletRows(world.env.owner, world.env.config.wallet_database, Array.from({ length: Math.min(2000, events - at) }, (_, i) => ({ ...balanceChanged(at + i + 1), app_code: codes[(at + i) % codes.length] })));
+      await insertWalletRows(
+        world.env.owner,
+        world.env.config.wallet_database,
+        Array.from({ length: Math.min(2000, events - at) }, (_, i) => ({ ...balanceChanged(at + i + 1), app_code: codes[(at + i) % codes.length] })),
+      );
     }
     await world.spawn('ingest');
     await world.spawn('deliver');
     const deadline = Date.now() + 300_000;
     while (world.env.fakeIm.delivered().length < events && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    const received = world.env.fakeIm.delivered().map((m) => m.receivedAtMs).sort((a, b) => a - b);
+    const received = world.env.fakeIm
+      .delivered()
+      .map((m) => m.receivedAtMs)
+      .sort((a, b) => a - b);
     const usage = processUsage(world);
     const cpu = (role: string) => usage.filter((u) => u.role === role).reduce((n, u) => n + u.cpu, 0);
     return {
-      apps, events,
+      apps,
+      events,
       events_per_second: Math.round(received.length / ((received[received.length - 1]! - received[0]!) / 1000)),
       deliver_cpu_ms_per_event: Math.round((cpu('deliver') / events) * 1000 * 1000) / 1000,
       ingest_cpu_ms_per_event: Math.round((cpu('ingest') / events) * 1000 * 1000) / 1000,

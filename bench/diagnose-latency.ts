@@ -44,11 +44,22 @@ try {
   const bursts = new Map<number, typeof sends>();
   for (const x of sends) (bursts.get(x.recorded) ?? bursts.set(x.recorded, []).get(x.recorded)!).push(x);
   const offsets = [...bursts.values()].map((b) => b.map((x) => x.received - x.recorded));
-  console.log(`${bursts.size} bursts, median size ${median(offsets.map((o) => o.length))}; first arrival ${summary(offsets.map((o) => Math.min(...o)))}; last arrival ${summary(offsets.map((o) => Math.max(...o)))}`);
-  const worst = [...sends].sort((a, b) => (b.received - b.committed) - (a.received - a.committed)).slice(0, Math.max(1, Math.ceil(sends.length / 100)));
-  console.log(`slowest 1 %: mean poll wait ${Math.round(worst.reduce((s, x) => s + x.recorded - x.committed, 0) / worst.length)} ms, mean ledger row → request ${Math.round(worst.reduce((s, x) => s + x.received - x.recorded, 0) / worst.length)} ms`);
+  console.log(
+    `${bursts.size} bursts, median size ${median(offsets.map((o) => o.length))}; first arrival ${summary(offsets.map((o) => Math.min(...o)))}; last arrival ${summary(offsets.map((o) => Math.max(...o)))}`,
+  );
+  const worst = [...sends].sort((a, b) => b.received - b.committed - (a.received - a.committed)).slice(0, Math.max(1, Math.ceil(sends.length / 100)));
+  console.log(
+    `slowest 1 %: mean poll wait ${Math.round(worst.reduce((s, x) => s + x.recorded - x.committed, 0) / worst.length)} ms, mean ledger row → request ${Math.round(worst.reduce((s, x) => s + x.received - x.recorded, 0) / worst.length)} ms`,
+  );
   console.log('arrival offsets (ms after the ledger row) of three bursts, in commit order:');
-  for (const burst of [...bursts.values()].slice(10, 13)) console.log('  ' + [...burst].sort((a, b) => a.committed - b.committed).map((x) => x.received - x.recorded).join(' '));
+  for (const burst of [...bursts.values()].slice(10, 13))
+    console.log(
+      '  ' +
+        [...burst]
+          .sort((a, b) => a.committed - b.committed)
+          .map((x) => x.received - x.recorded)
+          .join(' '),
+    );
 } finally {
   await world.close();
 }

@@ -39,7 +39,9 @@ try {
   const at = (await im.delivered()).map((m) => m.receivedAtMs).sort((a, b) => a - b);
   const first = at[0]!;
   const s = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
-  console.log(`drain ${s(at[at.length - 1]! - first)}, ${(events / ((at[at.length - 1]! - first) / 1000)).toFixed(1)}/s; over-frequency answers ${stats.by_code['60007'] ?? 0}; whole backlog in the ledger ${ingestedAfterMs ? s(ingestedAfterMs) : 'before'} after the processes were up`);
+  console.log(
+    `drain ${s(at[at.length - 1]! - first)}, ${(events / ((at[at.length - 1]! - first) / 1000)).toFixed(1)}/s; over-frequency answers ${stats.by_code['60007'] ?? 0}; whole backlog in the ledger ${ingestedAfterMs ? s(ingestedAfterMs) : 'before'} after the processes were up`,
+  );
   const busy = new Set<string>();
   const gaps: Array<[number, number]> = [];
   let busiest = { count: 0, endsAtMs: 0 };
@@ -49,8 +51,16 @@ try {
     if (i - j + 1 >= 196) busy.add(s(at[i]! - first));
     if (i > 0) gaps.push([at[i]! - at[i - 1]!, at[i - 1]! - first]);
   }
-  console.log(`busiest sliding second: ${busiest.count} arrivals, ending at ${s(busiest.endsAtMs)}; those holding ≥ 196 end at: ${[...busy].join(' ') || 'none'}`);
-  console.log(`largest gaps between arrivals (ms @ drain time): ${gaps.sort((a, b) => b[0] - a[0]).slice(0, 12).map(([g, t]) => `${g}@${s(t)}`).join(' ')}`);
+  console.log(
+    `busiest sliding second: ${busiest.count} arrivals, ending at ${s(busiest.endsAtMs)}; those holding ≥ 196 end at: ${[...busy].join(' ') || 'none'}`,
+  );
+  console.log(
+    `largest gaps between arrivals (ms @ drain time): ${gaps
+      .sort((a, b) => b[0] - a[0])
+      .slice(0, 12)
+      .map(([g, t]) => `${g}@${s(t)}`)
+      .join(' ')}`,
+  );
   const per5s: number[] = [];
   for (const t of at) per5s[Math.floor((t - first) / 5000)] = (per5s[Math.floor((t - first) / 5000)] ?? 0) + 1;
   console.log(`arrivals per second, by 5 s: ${Array.from(per5s, (n) => Math.round((n ?? 0) / 5)).join(' ')}`);

@@ -15,13 +15,17 @@ import { createRedis } from '../src/platform/redis.ts';
 import { createDeliverQueues, enqueueDeliveries } from '../queues/deliver-queue.ts';
 
 const ITERATIONS = 40;
-const PAYLOAD = '{"transaction_id":"t","command_id":"c","asset_type":"COIN","available_delta":-100,"frozen_delta":0,"available_after":1000,"frozen_after":0,"balance_version":1,"metadata":{}}';
+const PAYLOAD =
+  '{"transaction_id":"t","command_id":"c","asset_type":"COIN","available_delta":-100,"frozen_delta":0,"available_after":1000,"frozen_after":0,"balance_version":1,"metadata":{}}';
 
 /** Time of one poll (idle, and reading a batch) and one reconciler pass, with the outbox and ledger at each size. */
 export async function runGrowth(sizes: number[], log: (s: string) => void) {
   const points = [];
   for (const rows of sizes) {
-    const world = await createWorld({ wallet_notice_worker: { enabled: true, batch_size: 100, lock_ttl: '30s' }, reconciler: { interval: '60s', pending_grace: '1s', batch_size: 500 } });
+    const world = await createWorld({
+      wallet_notice_worker: { enabled: true, batch_size: 100, lock_ttl: '30s' },
+      reconciler: { interval: '60s', pending_grace: '1s', batch_size: 500 },
+    });
     const { env } = world;
     const logger = createLogger('silent');
     const redis = createRedis(env.config.redis.url, 'producer');
@@ -32,7 +36,10 @@ export async function runGrowth(sizes: number[], log: (s: string) => void) {
       const notice = env.config.mysql.url.split('/').pop()!;
       for (let from = 0; from < rows; from += 500_000) {
         const to = Math.min(rows, from + 500_000);
-        await env.owner.query(`INSERT INTO \`${wallet}\`.wallet_outbox (app_code, event_id, event_type, user_id, payload, created_at_ms) SELECT 'lalu', CONCAT('g', seq), 'WalletBalanceChanged', CONCAT('', 10000 + seq % 50), ?, 1700000000000 + seq FROM \`${wallet}\`.seq_${from + 1}_to_${to}`, [PAYLOAD]);
+        await env.owner.query(
+          `INSERT INTO \`${wallet}\`.wallet_outbox (app_code, event_id, event_type, user_id, payload, created_at_ms) SELECT 'lalu', CONCAT('g', seq), 'WalletBalanceChanged', CONCAT('', 10000 + seq % 50), ?, 1700000000000 + seq FROM \`${wallet}\`.seq_${from + 1}_to_${to}`,
+          [PAYLOAD],
+        );
         // The ledger mirrors it: delivered rows, recent enough that retention keeps them.
         await env.owner.query(
           `INSERT INTO \`${notice}\`.notice_delivery_events (source_name, app_code, source_event_id, channel, event_type, user_id, status, notice_kind, attempt_count, claim_count, payload, provider_ref, source_row_id, source_created_at_ms, created_at_ms, updated_at_ms, delivered_at_ms)
@@ -42,7 +49,10 @@ export async function runGrowth(sizes: number[], log: (s: string) => void) {
         );
       }
       // 100 stranded rows for the reconciler to find on every pass (a pass restarts their clock: strand them again).
-      const strand = () => env.notice.query(`UPDATE notice_delivery_events SET status = 'pending', updated_at_ms = 1 WHERE source_event_id IN (${Array.from({ length: 100 }, (_, i) => `'g${rows - i}'`).join(',')})`);
+      const strand = () =>
+        env.notice.query(
+          `UPDATE notice_delivery_events SET status = 'pending', updated_at_ms = 1 WHERE source_event_id IN (${Array.from({ length: 100 }, (_, i) => `'g${rows - i}'`).join(',')})`,
+        );
       await strand();
       await env.notice.query('ANALYZE TABLE notice_delivery_events');
       await settle(env.owner);
@@ -53,12 +63,34 @@ export async function runGrowth(sizes: number[], log: (s: string) => void) {
       const source = walletOutboxSource(wallet);
       const ledger = new LedgerRepository(env.notice);
       const cursors = new CursorStore(env.notice);
-      const recorder = new FactRecorder(ledger, (items) => enqueueDeliveries(queues, items.map((i) => ({ ...i, maxRetryCount: 10 }))), channelRoutes(env.config), logger);
-      const newPoller = () => new OutboxPoller({ source, config: env.config.wallet_notice_worker, reader: new OutboxReader(env.notice, source), cursors, gapWatch: new GapWatchStore(env.notice), recorder, owner: 'bench', logger });
+      const recorder = new FactRecorder(
+        ledger,
+        (items) =>
+          enqueueDeliveries(
+            queues,
+            items.map((i) => ({ ...i, maxRetryCount: 10 })),
+          ),
+        channelRoutes(env.config),
+        logger,
+      );
+      const newPoller = () =>
+        new OutboxPoller({
+          source,
+          config: env.config.wallet_notice_worker,
+          reader: new OutboxReader(env.notice, source),
+          cursors,
+          gapWatch: new GapWatchStore(env.notice),
+          recorder,
+          owner: 'bench',
+          logger,
+        });
 
       const batch: number[] = [];
       for (let i = 0; i < ITERATIONS; i++) {
-        await env.notice.query("REPLACE INTO notice_ingest_cursors (source_name, high_water_id, open_gaps, lease_owner, lease_until_ms, updated_at_ms) VALUES ('wallet_outbox', ?, '[]', NULL, 0, 0)", [maxId - 100]);
+        await env.notice.query(
+          "REPLACE INTO notice_ingest_cursors (source_name, high_water_id, open_gaps, lease_owner, lease_until_ms, updated_at_ms) VALUES ('wallet_outbox', ?, '[]', NULL, 0, 0)",
+          [maxId - 100],
+        );
         const poller = newPoller();
         const t0 = performance.now();
         await poller.pollOnce();
@@ -91,7 +123,11 @@ export async function runGrowth(sizes: number[], log: (s: string) => void) {
   const last = points[points.length - 1]!;
   return {
     points,
-    ratios: { idle_poll: round(last.idle_poll_ms / first.idle_poll_ms), batch_poll: round(last.batch_poll_ms / first.batch_poll_ms), reconciler_pass: round(last.reconciler_pass_ms / first.reconciler_pass_ms) },
+    ratios: {
+      idle_poll: round(last.idle_poll_ms / first.idle_poll_ms),
+      batch_poll: round(last.batch_poll_ms / first.batch_poll_ms),
+      reconciler_pass: round(last.reconciler_pass_ms / first.reconciler_pass_ms),
+    },
   };
 }
 

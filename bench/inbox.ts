@@ -7,7 +7,14 @@ import { InboxStore } from '../src/channels/inbox/store.ts';
 import { addInboxService, INBOX_PROTO } from '../src/channels/inbox/api/inbox-service.ts';
 import { factHash } from '../src/channels/inbox/store.ts';
 
-export interface InboxSizes { items: number; users: number; heavyUsers: number; heavyItems: number; cappedUsers: number; cappedItems: number }
+export interface InboxSizes {
+  items: number;
+  users: number;
+  heavyUsers: number;
+  heavyItems: number;
+  cappedUsers: number;
+  cappedItems: number;
+}
 
 /**
  * The inbox read side at scale: `items` over `users` (a few heavy users with 10k+ items, some at the 1,000-item cap,
@@ -38,19 +45,36 @@ export async function runInboxBench(size: InboxSizes, log: (line: string) => voi
       const rows = owners.slice(at, at + CHUNK).map((u, k) => {
         const n = at + k;
         const fact = { sourceName: 'bench', appCode: 'lalu', sourceEventId: `b${n}` };
-        return [factHash(fact), 'lalu', String(100000 + u), 'bench', fact.sourceEventId, kinds[n % 3], 'SystemNotice', `{"title_key":"t","n":${n}}`, 1800000000000 + n, null];
+        return [
+          factHash(fact),
+          'lalu',
+          String(100000 + u),
+          'bench',
+          fact.sourceEventId,
+          kinds[n % 3],
+          'SystemNotice',
+          `{"title_key":"t","n":${n}}`,
+          1800000000000 + n,
+          null,
+        ];
       });
-      await env.notice.query(`INSERT INTO notice_inbox_items (fact_hash, app_code, user_id, source_name, source_event_id, notice_kind, event_type, payload, created_at_ms, expire_at_ms) VALUES ?`, [rows]);
+      await env.notice.query(
+        `INSERT INTO notice_inbox_items (fact_hash, app_code, user_id, source_name, source_event_id, notice_kind, event_type, payload, created_at_ms, expire_at_ms) VALUES ?`,
+        [rows],
+      );
       if ((at / CHUNK) % 50 === 0) log(`inbox: ${at + rows.length} of ${owners.length} items`);
     }
     const fillSeconds = (performance.now() - started) / 1000;
     await env.notice.query('ANALYZE TABLE notice_inbox_items');
 
     await addInboxService(server, store, env.config.inbox, createLogger('silent'));
-    const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    );
     const pkg = grpc.loadPackageDefinition(await protoLoader.load(INBOX_PROTO, { keepCase: true, longs: String, enums: String, defaults: true })) as any;
     const client = new pkg.notice.inbox.v1.InboxService(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
-    const call = (method: string, req: object): Promise<any> => new Promise((resolve, reject) => client[method](req, (err: Error | null, res: any) => (err ? reject(err) : resolve(res))));
+    const call = (method: string, req: object): Promise<any> =>
+      new Promise((resolve, reject) => client[method](req, (err: Error | null, res: any) => (err ? reject(err) : resolve(res))));
     const caller = (u: number) => ({ app_code: 'lalu', user_id: String(100000 + u) });
     const timed = async (samples: number, pick: (i: number) => Promise<unknown>) => {
       const ms: number[] = [];

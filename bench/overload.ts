@@ -25,10 +25,21 @@ const STORM_USER_BASE = 50_000;
 function stormRow(user: number, version: number, nowMs: number): WalletRow {
   const userId = String(STORM_USER_BASE + user);
   return {
-    app_code: 'lalu', event_id: `storm_${user}_${version}`, event_type: 'WalletBalanceChanged', user_id: userId, created_at_ms: nowMs,
+    app_code: 'lalu',
+    event_id: `storm_${user}_${version}`,
+    event_type: 'WalletBalanceChanged',
+    user_id: userId,
+    created_at_ms: nowMs,
     payload: JSON.stringify({
-      transaction_id: `storm_tx_${user}_${version}`, command_id: `gift_${user}_${version}`, asset_type: 'COIN',
-      available_delta: 10, frozen_delta: 0, available_after: 1000 + version * 10, frozen_after: 0, balance_version: version, metadata: { scene: 'gift_storm' },
+      transaction_id: `storm_tx_${user}_${version}`,
+      command_id: `gift_${user}_${version}`,
+      asset_type: 'COIN',
+      available_delta: 10,
+      frozen_delta: 0,
+      available_after: 1000 + version * 10,
+      frozen_after: 0,
+      balance_version: version,
+      metadata: { scene: 'gift_storm' },
     }),
   };
 }
@@ -66,7 +77,11 @@ export async function overloadRun(o: OverloadOptions) {
     // The storm: every user's first change, then every user's second, … (as a combo lands), in one burst.
     const burstStart = Date.now();
     for (let v = 1; v <= o.versions; v++) {
-      await insertWalletRows(world.env.owner, world.env.config.wallet_database, Array.from({ length: o.users }, (_, u) => stormRow(u, v, Date.now())));
+      await insertWalletRows(
+        world.env.owner,
+        world.env.config.wallet_database,
+        Array.from({ length: o.users }, (_, u) => stormRow(u, v, Date.now())),
+      );
     }
     const burstEnd = Date.now();
 

@@ -31,7 +31,8 @@ export async function runPushBatch(notices: number, batchMaxAccounts: number, im
     const payload = { title_key: 'notice.maintenance.title', body_key: 'notice.maintenance.body', params: { minutes: 30 } };
     for (let at = 0; at < notices; at += 1000) {
       const rows: ActivityRow[] = [];
-      for (let i = at; i < Math.min(notices, at + 1000); i++) rows.push({ event_id: `push_${i}`, event_type: 'SystemNotice', user_id: String(300000 + i), payload });
+      for (let i = at; i < Math.min(notices, at + 1000); i++)
+        rows.push({ event_id: `push_${i}`, event_type: 'SystemNotice', user_id: String(300000 + i), payload });
       await insertActivityRows(world.env.owner, world.env.config.activity_database, rows);
     }
     await world.spawn('ingest');

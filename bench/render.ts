@@ -1,77 +1,181 @@
 /** bench/report.json → the markdown table printed and committed as bench/report.md. */
 export function renderMarkdown(r: Record<string, any>): string {
-  const out: string[] = [`# Benchmark (${r.generated_at}${r.smoke ? ', SMOKE — sizes too small to mean anything' : ''})`, '', `fake-im answers after ${r.im_latency_ms} ms; medians of ${r.runs} run(s); 2-core machine, everything co-located.`, ''];
-  if (r.partial_rerun) out.push(`Phases re-run at that time (\`BENCH_ONLY\`): ${r.partial_rerun.join(', ')}; the rest is from the full run of ${r.full_run_at}.`, '');
+  const out: string[] = [
+    `# Benchmark (${r.generated_at}${r.smoke ? ', SMOKE — sizes too small to mean anything' : ''})`,
+    '',
+    `fake-im answers after ${r.im_latency_ms} ms; medians of ${r.runs} run(s); 2-core machine, everything co-located.`,
+    '',
+  ];
+  if (r.partial_rerun)
+    out.push(`Phases re-run at that time (\`BENCH_ONLY\`): ${r.partial_rerun.join(', ')}; the rest is from the full run of ${r.full_run_at}.`, '');
   for (const key of ['capacity_1x1', 'capacity_2x2']) {
     const c = r[key];
     if (!c) continue;
-    out.push(`**Capacity ${key.slice(9)} (ingest×deliver)**: ${c.median_events_per_second} events/s (runs ${c.runs.join(', ')}) for ${c.events} events; CPU s per 1k events: ingest ${c.median_cpu_s_per_1k.ingest}, deliver ${c.median_cpu_s_per_1k.deliver}, MariaDB ${c.median_cpu_s_per_1k.mariadb}, Redis ${c.median_cpu_s_per_1k.redis}; MySQL statements/event ${c.median_mysql_statements_per_event}; Redis commands/event ${c.median_redis_commands_per_event}; peak RSS MB ${JSON.stringify(c.peak_rss_mb)}`, '');
+    out.push(
+      `**Capacity ${key.slice(9)} (ingest×deliver)**: ${c.median_events_per_second} events/s (runs ${c.runs.join(', ')}) for ${c.events} events; CPU s per 1k events: ingest ${c.median_cpu_s_per_1k.ingest}, deliver ${c.median_cpu_s_per_1k.deliver}, MariaDB ${c.median_cpu_s_per_1k.mariadb}, Redis ${c.median_cpu_s_per_1k.redis}; MySQL statements/event ${c.median_mysql_statements_per_event}; Redis commands/event ${c.median_redis_commands_per_event}; peak RSS MB ${JSON.stringify(c.peak_rss_mb)}`,
+      '',
+    );
   }
   if (r.baseline) {
     const ours = r.capacity_1x1?.median_events_per_second;
-    out.push(`**Baseline (seed shape, 500 ms / 100)**: ${r.baseline.events_per_second} events/s; at 150/s it sent ${r.baseline.latency_at_150_per_s.sent}/${r.baseline.latency_at_150_per_s.of} with p99 ${r.baseline.latency_at_150_per_s.p99_ms} ms.` + (ours ? ` Ratio ours(1×1)/baseline throughput: **${Math.round((ours / r.baseline.events_per_second) * 10) / 10}×**.` : ''), '');
+    out.push(
+      `**Baseline (seed shape, 500 ms / 100)**: ${r.baseline.events_per_second} events/s; at 150/s it sent ${r.baseline.latency_at_150_per_s.sent}/${r.baseline.latency_at_150_per_s.of} with p99 ${r.baseline.latency_at_150_per_s.p99_ms} ms.` +
+        (ours ? ` Ratio ours(1×1)/baseline throughput: **${Math.round((ours / r.baseline.events_per_second) * 10) / 10}×**.` : ''),
+      '',
+    );
   }
   if (r.latency_poller || r.latency_poller_limited) {
-    out.push('**Latency at 150 events/s (commit → fake-im receives)**, median of each column over the runs', '', '| path | poll_interval | p50 ms | p95 ms | p99 ms | max ms | idle statements/poll | p99 of each run |', '|---|---|---|---|---|---|---|---|');
-    const pollerRow = (path: string, l: any) => `| ${path} | ${l.poll_interval} | ${l.p50_ms} | ${l.p95_ms} | ${l.p99_ms} | ${l.max_ms} | ${l.idle_statements_per_poll} | ${(l.p99_runs ?? [l.p99_ms]).join(', ')} |`;
+    out.push(
+      '**Latency at 150 events/s (commit → fake-im receives)**, median of each column over the runs',
+      '',
+      '| path | poll_interval | p50 ms | p95 ms | p99 ms | max ms | idle statements/poll | p99 of each run |',
+      '|---|---|---|---|---|---|---|---|',
+    );
+    const pollerRow = (path: string, l: any) =>
+      `| ${path} | ${l.poll_interval} | ${l.p50_ms} | ${l.p95_ms} | ${l.p99_ms} | ${l.max_ms} | ${l.idle_statements_per_poll} | ${(l.p99_runs ?? [l.p99_ms]).join(', ')} |`;
     for (const l of r.latency_poller ?? []) out.push(pollerRow('MySQL poller', l));
-    for (const l of r.latency_poller_limited ?? []) out.push(pollerRow(`MySQL poller, limit 200/s on${(l.delivers ?? 1) > 1 ? `, ${l.delivers} deliver` : ''}`, l));
-    if (r.latency_mq) out.push(`| RocketMQ (publish → receive) | – | ${r.latency_mq.p50_ms} | ${r.latency_mq.p95_ms} | ${r.latency_mq.p99_ms} | ${r.latency_mq.max_ms} | – | ${(r.latency_mq.p99_runs ?? [r.latency_mq.p99_ms]).join(', ')} |`);
-    if (r.baseline && r.latency_poller?.[0]) out.push('', `p99 ratio ours(500 ms)/baseline: ${Math.round((r.latency_poller[0].p99_ms / r.baseline.latency_at_150_per_s.p99_ms) * 1000) / 1000}`);
+    for (const l of r.latency_poller_limited ?? [])
+      out.push(pollerRow(`MySQL poller, limit 200/s on${(l.delivers ?? 1) > 1 ? `, ${l.delivers} deliver` : ''}`, l));
+    if (r.latency_mq)
+      out.push(
+        `| RocketMQ (publish → receive) | – | ${r.latency_mq.p50_ms} | ${r.latency_mq.p95_ms} | ${r.latency_mq.p99_ms} | ${r.latency_mq.max_ms} | – | ${(r.latency_mq.p99_runs ?? [r.latency_mq.p99_ms]).join(', ')} |`,
+      );
+    if (r.baseline && r.latency_poller?.[0])
+      out.push('', `p99 ratio ours(500 ms)/baseline: ${Math.round((r.latency_poller[0].p99_ms / r.baseline.latency_at_150_per_s.p99_ms) * 1000) / 1000}`);
     out.push('');
   }
   if (r.rate_limit) {
     const l = r.rate_limit;
-    out.push(`**Rate limit 200/s, 3 deliver processes, ${l.events} backlog** against a strict fake-im (refused calls count in the sliding second too; median rate; worst run for the busiest second and over-frequency): drained in ${l.drain_seconds} s, ${l.achieved_per_second}/s = ${l.share_of_200} % of 200/s; busiest second ${l.busiest_aligned_second} (aligned), ${l.busiest_sliding_second} (sliding); over-frequency answers ${l.over_frequency_answers} (median ${l.over_frequency_share ?? '–'} % of requests).`, '');
-    if (l.runs) out.push(`Runs (share of 200/s / over-frequency answers / busiest sliding second): ${l.runs.map((x: any) => `${x.share_of_200} % / ${x.over_frequency_answers} / ${x.busiest_sliding_second}`).join('; ')}`, '');
+    out.push(
+      `**Rate limit 200/s, 3 deliver processes, ${l.events} backlog** against a strict fake-im (refused calls count in the sliding second too; median rate; worst run for the busiest second and over-frequency): drained in ${l.drain_seconds} s, ${l.achieved_per_second}/s = ${l.share_of_200} % of 200/s; busiest second ${l.busiest_aligned_second} (aligned), ${l.busiest_sliding_second} (sliding); over-frequency answers ${l.over_frequency_answers} (median ${l.over_frequency_share ?? '–'} % of requests).`,
+      '',
+    );
+    if (l.runs)
+      out.push(
+        `Runs (share of 200/s / over-frequency answers / busiest sliding second): ${l.runs.map((x: any) => `${x.share_of_200} % / ${x.over_frequency_answers} / ${x.busiest_sliding_second}`).join('; ')}`,
+        '',
+      );
   }
   if (r.overload) {
     const o = r.overload;
-    out.push(`**Overload** (${o.users} users × ${o.versions} balance changes in one burst, a kick every ${o.kick_every_ms} ms, 2 deliver processes, fake-im refusing > 200 calls per sliding second and counting refused calls; medians of each column over the runs)`, '',
-      '| variant | kick p50 ms | kick p99 ms | newest balance after burst, s | requests | requests / events | over-frequency answers | kick p99 of each run |', '|---|---|---|---|---|---|---|---|');
-    for (const v of [o.shipped, o.fifo]) out.push(`| ${v.variant} | ${v.kick_p50_ms} | ${v.kick_p99_ms} | ${v.newest_balance_after_burst_s} | ${v.requests} | ${v.requests_share_of_events} % | ${v.over_frequency_answers} | ${v.runs.map((x: any) => x.kick_p99_ms).join(', ')} |`);
+    out.push(
+      `**Overload** (${o.users} users × ${o.versions} balance changes in one burst, a kick every ${o.kick_every_ms} ms, 2 deliver processes, fake-im refusing > 200 calls per sliding second and counting refused calls; medians of each column over the runs)`,
+      '',
+      '| variant | kick p50 ms | kick p99 ms | newest balance after burst, s | requests | requests / events | over-frequency answers | kick p99 of each run |',
+      '|---|---|---|---|---|---|---|---|',
+    );
+    for (const v of [o.shipped, o.fifo])
+      out.push(
+        `| ${v.variant} | ${v.kick_p50_ms} | ${v.kick_p99_ms} | ${v.newest_balance_after_burst_s} | ${v.requests} | ${v.requests_share_of_events} % | ${v.over_frequency_answers} | ${v.runs.map((x: any) => x.kick_p99_ms).join(', ')} |`,
+      );
     out.push('');
   }
   if (r.recovery) {
     const v = r.recovery;
-    out.push(`**Recovery after Redis is lost** (${v.events} pending rows, Redis flushed, 1 deliver process, limit off, reconciler at its defaults; max_queued_jobs off so the whole backlog is in the ledger first): all delivered ${v.seconds_to_all_delivered} s after deliver started = ${v.events_per_second} events/s (runs ${v.runs.map((x: any) => x.seconds_to_all_delivered).join(', ')} s).`, '');
+    out.push(
+      `**Recovery after Redis is lost** (${v.events} pending rows, Redis flushed, 1 deliver process, limit off, reconciler at its defaults; max_queued_jobs off so the whole backlog is in the ledger first): all delivered ${v.seconds_to_all_delivered} s after deliver started = ${v.events_per_second} events/s (runs ${v.runs.map((x: any) => x.seconds_to_all_delivered).join(', ')} s).`,
+      '',
+    );
   }
   if (r.growth) {
     out.push('**Growth** (median ms)', '', '| rows (outbox = ledger) | idle poll | batch poll (100 rows) | reconciler pass |', '|---|---|---|---|');
     for (const g of r.growth.points) out.push(`| ${g.rows} | ${g.idle_poll_ms} | ${g.batch_poll_ms} | ${g.reconciler_pass_ms} |`);
-    out.push('', `ratios largest/smallest: idle poll ${r.growth.ratios.idle_poll}, batch poll ${r.growth.ratios.batch_poll}, reconciler ${r.growth.ratios.reconciler_pass}`, '');
+    out.push(
+      '',
+      `ratios largest/smallest: idle poll ${r.growth.ratios.idle_poll}, batch poll ${r.growth.ratios.batch_poll}, reconciler ${r.growth.ratios.reconciler_pass}`,
+      '',
+    );
   }
   if (r.sparse) {
-    out.push(`**Sparse ids** (${r.sparse.rows} outbox rows, ids stepping by 1 and by 7; median ms)`, '', '| step | idle poll (holes past gap_grace) | idle poll (1,000 holes in grace) | batch poll (100 rows, 1,000 holes in grace) |', '|---|---|---|---|');
+    out.push(
+      `**Sparse ids** (${r.sparse.rows} outbox rows, ids stepping by 1 and by 7; median ms)`,
+      '',
+      '| step | idle poll (holes past gap_grace) | idle poll (1,000 holes in grace) | batch poll (100 rows, 1,000 holes in grace) |',
+      '|---|---|---|---|',
+    );
     for (const p of r.sparse.points) out.push(`| ${p.step} | ${p.idle_poll_ms} | ${p.idle_poll_open_gaps_ms} | ${p.batch_poll_ms} |`);
-    out.push('', `ratios step 7 / step 1: idle poll ${r.sparse.ratios.idle_poll}, idle poll with holes in grace ${r.sparse.ratios.idle_poll_open_gaps}, batch poll ${r.sparse.ratios.batch_poll}`, '');
+    out.push(
+      '',
+      `ratios step 7 / step 1: idle poll ${r.sparse.ratios.idle_poll}, idle poll with holes in grace ${r.sparse.ratios.idle_poll_open_gaps}, batch poll ${r.sparse.ratios.batch_poll}`,
+      '',
+    );
   }
   if (r.inbox) {
     const i = r.inbox;
-    out.push(`**Inbox** (${i.items} items over ${i.users} users; ${i.heavyUsers} users with ${i.heavyItems}, ${i.cappedUsers} at ${i.cappedItems}; filled in ${i.fill_seconds} s; gRPC client, ms)`, '', '| call | samples | p50 | p99 |', '|---|---|---|---|');
-    for (const k of ['list_first_page', 'list_first_page_heavy_user', 'list_unread_heavy_user', 'list_page_50_heavy_user', 'unread_count', 'unread_count_heavy_user', 'mark_all_read_capped_user', 'mark_all_read_heavy_user']) out.push(`| ${k.replace(/_/g, ' ')} | ${i[k].samples} | ${i[k].p50_ms} | ${i[k].p99_ms} |`);
+    out.push(
+      `**Inbox** (${i.items} items over ${i.users} users; ${i.heavyUsers} users with ${i.heavyItems}, ${i.cappedUsers} at ${i.cappedItems}; filled in ${i.fill_seconds} s; gRPC client, ms)`,
+      '',
+      '| call | samples | p50 | p99 |',
+      '|---|---|---|---|',
+    );
+    for (const k of [
+      'list_first_page',
+      'list_first_page_heavy_user',
+      'list_unread_heavy_user',
+      'list_page_50_heavy_user',
+      'unread_count',
+      'unread_count_heavy_user',
+      'mark_all_read_capped_user',
+      'mark_all_read_heavy_user',
+    ])
+      out.push(`| ${k.replace(/_/g, ' ')} | ${i[k].samples} | ${i[k].p50_ms} | ${i[k].p99_ms} |`);
     out.push('');
   }
   if (r.push_batch) {
-    out.push('**Push batching** (identical SystemNotice pushes, one per user, tencent_push at 30 calls/s; drain from deliver start; median over runs)', '', '| variant | notices | calls | accounts per call (median) | drain s (runs) | one call each at 30/s would take |', '|---|---|---|---|---|---|');
-    for (const v of [r.push_batch.batched, r.push_batch.single]) out.push(`| ${v.variant} | ${v.notices} | ${v.calls} | ${v.accounts_per_call_median} | ${v.drain_seconds} (${v.drain_runs.join(', ')}) | ${v.unbatched_seconds_at_rate} s |`);
+    out.push(
+      '**Push batching** (identical SystemNotice pushes, one per user, tencent_push at 30 calls/s; drain from deliver start; median over runs)',
+      '',
+      '| variant | notices | calls | accounts per call (median) | drain s (runs) | one call each at 30/s would take |',
+      '|---|---|---|---|---|---|',
+    );
+    for (const v of [r.push_batch.batched, r.push_batch.single])
+      out.push(
+        `| ${v.variant} | ${v.notices} | ${v.calls} | ${v.accounts_per_call_median} | ${v.drain_seconds} (${v.drain_runs.join(', ')}) | ${v.unbatched_seconds_at_rate} s |`,
+      );
     out.push('');
   }
   if (r.api_flood) {
     const f = r.api_flood;
-    out.push(`**Inbox API flood vs delivery** (wallet notices at ${f.rate}/s for ${f.seconds} s, commit → fake-im, ms; ingest, deliver and inbox-api as separate processes; the flood: 3 loops of 4 MiB DeleteNotifications and thousands of small calls in flight from another process)`, '', '| run | quiet p50 | quiet p99 | flooded p50 | flooded p99 | p99 ratio |', '|---|---|---|---|---|---|');
-    f.runs.forEach((x: any, i: number) => out.push(`| ${i + 1} | ${x.quiet.p50_ms} | ${x.quiet.p99_ms} | ${x.flood.p50_ms} | ${x.flood.p99_ms} | ${x.p99_ratio} |`));
-    out.push('', `Median p99 ratio ${f.p99_ratio} (target ≤ 1.2); API answers in run 1: ${Object.entries(f.api_calls).map(([k, v]) => `${k} ${v}`).join(', ')}.`, '');
+    out.push(
+      `**Inbox API flood vs delivery** (wallet notices at ${f.rate}/s for ${f.seconds} s, commit → fake-im, ms; ingest, deliver and inbox-api as separate processes; the flood: 3 loops of 4 MiB DeleteNotifications and thousands of small calls in flight from another process)`,
+      '',
+      '| run | quiet p50 | quiet p99 | flooded p50 | flooded p99 | p99 ratio |',
+      '|---|---|---|---|---|---|',
+    );
+    f.runs.forEach((x: any, i: number) =>
+      out.push(`| ${i + 1} | ${x.quiet.p50_ms} | ${x.quiet.p99_ms} | ${x.flood.p50_ms} | ${x.flood.p99_ms} | ${x.p99_ratio} |`),
+    );
+    out.push(
+      '',
+      `Median p99 ratio ${f.p99_ratio} (target ≤ 1.2); API answers in run 1: ${Object.entries(f.api_calls)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}.`,
+      '',
+    );
   }
   if (r.apps) {
     const a = r.apps;
-    out.push(`**Apps side by side** (app A in a storm: a ${a.a_backlog}-row wallet backlog at its 200/s quota; app B beside it: a kick every 250 ms and 50 balances/s for ${a.seconds} s; fake-im enforces 200/s per app; commit → fake-im, ms)`, '', '| run | A sent/s (share of quota) | A over-frequency | B kicks p50 / p99 | B balances p50 / p99 |', '|---|---|---|---|---|');
-    a.runs.forEach((x: any, i: number) => out.push(`| ${i + 1} | ${x.a_sent_per_second} (${x.a_quota_share}) | ${(x.a_over_frequency_share * 100).toFixed(3)} % | ${x.b_kicks.p50_ms} / ${x.b_kicks.p99_ms} | ${x.b_balances.p50_ms} / ${x.b_balances.p99_ms} |`));
+    out.push(
+      `**Apps side by side** (app A in a storm: a ${a.a_backlog}-row wallet backlog at its 200/s quota; app B beside it: a kick every 250 ms and 50 balances/s for ${a.seconds} s; fake-im enforces 200/s per app; commit → fake-im, ms)`,
+      '',
+      '| run | A sent/s (share of quota) | A over-frequency | B kicks p50 / p99 | B balances p50 / p99 |',
+      '|---|---|---|---|---|',
+    );
+    a.runs.forEach((x: any, i: number) =>
+      out.push(
+        `| ${i + 1} | ${x.a_sent_per_second} (${x.a_quota_share}) | ${(x.a_over_frequency_share * 100).toFixed(3)} % | ${x.b_kicks.p50_ms} / ${x.b_kicks.p99_ms} | ${x.b_balances.p50_ms} / ${x.b_balances.p99_ms} |`,
+      ),
+    );
     out.push('', '| apps | events | events/s (limit off) | deliver CPU ms/event | ingest CPU ms/event |', '|---|---|---|---|---|');
-    for (const c of a.capacity ?? []) out.push(`| ${c.apps} | ${c.events} | ${c.events_per_second} | ${c.deliver_cpu_ms_per_event} | ${c.ingest_cpu_ms_per_event} |`);
+    for (const c of a.capacity ?? [])
+      out.push(`| ${c.apps} | ${c.events} | ${c.events_per_second} | ${c.deliver_cpu_ms_per_event} | ${c.ingest_cpu_ms_per_event} |`);
     out.push('');
   }
-  if (r.footprint) out.push(`**Footprint**: Redis ${r.footprint.redis_bytes_per_waiting_job} bytes per waiting job; ingest peak RSS ${r.footprint.ingest_peak_rss_mb} MB.`, '');
+  if (r.footprint)
+    out.push(
+      `**Footprint**: Redis ${r.footprint.redis_bytes_per_waiting_job} bytes per waiting job; ingest peak RSS ${r.footprint.ingest_peak_rss_mb} MB.`,
+      '',
+    );
   out.push(...targets(r));
   return out.join('\n');
 }
@@ -83,14 +187,19 @@ function targets(r: Record<string, any>): string[] {
   const c2 = r.capacity_2x2?.median_events_per_second;
   if (c1) rows.push(['capacity ≥ 2500/s with 1 ingest + 1 deliver', `${c1}/s`, c1 >= 2500]);
   if (c1 && c2) rows.push(['more with 2 + 2', `${c2}/s`, c2 > c1]);
-  if (c1 && r.baseline) rows.push(['≥ 10× the seed-shaped baseline', `${Math.round((c1 / r.baseline.events_per_second) * 10) / 10}×`, c1 / r.baseline.events_per_second >= 10]);
+  if (c1 && r.baseline)
+    rows.push(['≥ 10× the seed-shaped baseline', `${Math.round((c1 / r.baseline.events_per_second) * 10) / 10}×`, c1 / r.baseline.events_per_second >= 10]);
   const l500 = r.latency_poller?.find((l: any) => l.poll_interval === '500ms');
   if (l500) rows.push(['p99 commit→send ≤ poll_interval + 100 ms at 150/s (500 ms)', `${l500.p99_ms} ms`, l500.p99_ms <= 600]);
   const under250 = r.latency_poller?.filter((l: any) => l.p99_ms < 250).map((l: any) => l.poll_interval);
   if (under250) rows.push(['a poll setting with p99 < 250 ms', under250.join(', ') || 'none', under250.length > 0]);
   if (r.rate_limit) {
     rows.push(['no one-second window above 200 (delivered)', `${r.rate_limit.busiest_sliding_second} (sliding)`, r.rate_limit.busiest_sliding_second <= 200]);
-    rows.push(['over-frequency answers ≤ 0.1 % of requests (strict fake)', `${r.rate_limit.over_frequency_share ?? '–'} %`, (r.rate_limit.over_frequency_share ?? Infinity) <= 0.1]);
+    rows.push([
+      'over-frequency answers ≤ 0.1 % of requests (strict fake)',
+      `${r.rate_limit.over_frequency_share ?? '–'} %`,
+      (r.rate_limit.over_frequency_share ?? Infinity) <= 0.1,
+    ]);
     rows.push(['drain ≥ 95 % of 200/s (aim 97 %)', `${r.rate_limit.share_of_200} %`, r.rate_limit.share_of_200 >= 95]);
   }
   if (r.overload) {
@@ -100,16 +209,27 @@ function targets(r: Record<string, any>): string[] {
     rows.push(['overload: requests ≤ 25 % of events', `${s.requests_share_of_events} %`, s.requests_share_of_events <= 25]);
   }
   if (r.growth) {
-    for (const k of ['idle_poll', 'batch_poll', 'reconciler_pass']) rows.push([`${k.replace('_', ' ')} at 2M within 1.5× of 10k`, `${r.growth.ratios[k]}×`, r.growth.ratios[k] <= 1.5]);
+    for (const k of ['idle_poll', 'batch_poll', 'reconciler_pass'])
+      rows.push([`${k.replace('_', ' ')} at 2M within 1.5× of 10k`, `${r.growth.ratios[k]}×`, r.growth.ratios[k] <= 1.5]);
   }
   if (r.inbox) {
-    for (const k of ['list_first_page', 'list_first_page_heavy_user', 'unread_count', 'unread_count_heavy_user']) rows.push([`inbox ${k.replace(/_/g, ' ')} p99 ≤ 10 ms`, `${r.inbox[k].p99_ms} ms`, r.inbox[k].p99_ms <= 10]);
-    rows.push(['inbox mark-all-read on a capped user p99 ≤ 50 ms', `${r.inbox.mark_all_read_capped_user.p99_ms} ms`, r.inbox.mark_all_read_capped_user.p99_ms <= 50]);
+    for (const k of ['list_first_page', 'list_first_page_heavy_user', 'unread_count', 'unread_count_heavy_user'])
+      rows.push([`inbox ${k.replace(/_/g, ' ')} p99 ≤ 10 ms`, `${r.inbox[k].p99_ms} ms`, r.inbox[k].p99_ms <= 10]);
+    rows.push([
+      'inbox mark-all-read on a capped user p99 ≤ 50 ms',
+      `${r.inbox.mark_all_read_capped_user.p99_ms} ms`,
+      r.inbox.mark_all_read_capped_user.p99_ms <= 50,
+    ]);
   }
   if (r.sparse) {
-    for (const k of ['idle_poll', 'batch_poll']) rows.push([`${k.replace('_', ' ')} at step 7 within 1.5× of step 1`, `${r.sparse.ratios[k]}×`, r.sparse.ratios[k] <= 1.5]);
+    for (const k of ['idle_poll', 'batch_poll'])
+      rows.push([`${k.replace('_', ' ')} at step 7 within 1.5× of step 1`, `${r.sparse.ratios[k]}×`, r.sparse.ratios[k] <= 1.5]);
   }
-  const deliverRss = r.capacity_1x1 ? Object.entries(r.capacity_1x1.peak_rss_mb).filter(([k]) => k.startsWith('deliver')).map(([, v]) => v as number) : [];
+  const deliverRss = r.capacity_1x1
+    ? Object.entries(r.capacity_1x1.peak_rss_mb)
+        .filter(([k]) => k.startsWith('deliver'))
+        .map(([, v]) => v as number)
+    : [];
   if (deliverRss.length) rows.push(['deliver RSS ≤ 200 MB at concurrency 64', `${Math.max(...deliverRss)} MB`, Math.max(...deliverRss) <= 200]);
   if (rows.length === 0) return [];
   return ['**Targets**', '', '| target | measured | met |', '|---|---|---|', ...rows.map(([t, m, ok]) => `| ${t} | ${m} | ${ok ? 'yes' : 'no'} |`), ''];

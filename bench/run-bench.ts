@@ -30,7 +30,6 @@ const ONLY = process.env.BENCH_ONLY?.split(',').filter(Boolean);
 const IM_LATENCY_MS = Number(process.env.BENCH_IM_LATENCY_MS ?? 20);
 const want = (phase: string) => !ONLY || ONLY.includes(phase);
 
-
 const report: Record<string, unknown> = { generated_at: new Date().toISOString(), smoke: SMOKE, runs: RUNS, im_latency_ms: IM_LATENCY_MS };
 const log = (text: string) => process.stderr.write(`[bench] ${text}\n`);
 
@@ -43,7 +42,12 @@ async function waitDelivered(world: World, n: number, timeoutMs: number): Promis
 }
 
 function delta(a: Counters, b: Counters) {
-  return { questions: b.mysqlQuestions - a.mysqlQuestions, mysqlCpu: b.mysqlCpu - a.mysqlCpu, redisCommands: b.redisCommands - a.redisCommands, redisCpu: b.redisCpu - a.redisCpu };
+  return {
+    questions: b.mysqlQuestions - a.mysqlQuestions,
+    mysqlCpu: b.mysqlCpu - a.mysqlCpu,
+    redisCommands: b.redisCommands - a.redisCommands,
+    redisCpu: b.redisCpu - a.redisCpu,
+  };
 }
 
 /** 1. Capacity: drain a preloaded backlog with the rate limit off. */
@@ -57,7 +61,10 @@ async function capacity(ingest: number, deliver: number, events: number) {
     for (let i = 0; i < deliver; i++) await world.spawn('deliver');
     await waitDelivered(world, events, 300_000);
     const after = await world.counters();
-    const received = world.env.fakeIm.delivered().map((m) => m.receivedAtMs).sort((a, b) => a - b);
+    const received = world.env.fakeIm
+      .delivered()
+      .map((m) => m.receivedAtMs)
+      .sort((a, b) => a - b);
     const seconds = (received[received.length - 1]! - received[0]!) / 1000;
     const usage = processUsage(world);
     const d = delta(before, after);
@@ -87,14 +94,19 @@ function medianOf<T extends Record<string, any>>(runs: T[], pick: (r: T) => numb
 function medianRow<T extends Record<string, any>>(runs: T[]) {
   return {
     ...runs[0]!,
-    ...Object.fromEntries(['p50_ms', 'p95_ms', 'p99_ms', 'max_ms', 'idle_statements_per_poll'].filter((k) => k in runs[0]!).map((k) => [k, medianOf(runs, (r) => r[k])])),
+    ...Object.fromEntries(
+      ['p50_ms', 'p95_ms', 'p99_ms', 'max_ms', 'idle_statements_per_poll'].filter((k) => k in runs[0]!).map((k) => [k, medianOf(runs, (r) => r[k])]),
+    ),
     p99_runs: runs.map((r) => r.p99_ms),
   };
 }
 
 if (want('capacity')) {
   const events = SMOKE ? 500 : 20_000;
-  for (const [ingest, deliver] of [[1, 1], [2, 2]] as const) {
+  for (const [ingest, deliver] of [
+    [1, 1],
+    [2, 2],
+  ] as const) {
     const runs: Array<Awaited<ReturnType<typeof capacity>>> = [];
     for (let i = 0; i < RUNS; i++) {
       log(`capacity ${ingest}+${deliver}, run ${i + 1}/${RUNS}, ${events} events`);
@@ -104,7 +116,9 @@ if (want('capacity')) {
       events,
       runs: runs.map((r) => r.events_per_second),
       median_events_per_second: medianOf(runs, (r) => r.events_per_second),
-      median_cpu_s_per_1k: Object.fromEntries(Object.keys(runs[0]!.cpu_s_per_1k).map((k) => [k, medianOf(runs, (r) => (r.cpu_s_per_1k as Record<string, number>)[k]!)])),
+      median_cpu_s_per_1k: Object.fromEntries(
+        Object.keys(runs[0]!.cpu_s_per_1k).map((k) => [k, medianOf(runs, (r) => (r.cpu_s_per_1k as Record<string, number>)[k]!)]),
+      ),
       median_mysql_statements_per_event: medianOf(runs, (r) => r.mysql_statements_per_event),
       median_redis_commands_per_event: medianOf(runs, (r) => r.redis_commands_per_event),
       peak_rss_mb: runs[runs.length - 1]!.peak_rss_mb,
@@ -114,7 +128,11 @@ if (want('capacity')) {
 
 /** 2 + 3. Latency at a steady rate, for several poll intervals, and the seed-shaped baseline at its settings. */
 async function latency(pollInterval: string, rate: number, seconds: number, rateLimit = 0, delivers = 1) {
-  const world = await createWorld({ ...PIPELINE, wallet_notice_worker: { ...PIPELINE.wallet_notice_worker, poll_interval: pollInterval, batch_size: 100 }, tencent_im: { ...PIPELINE.tencent_im, rate_limit_per_second: rateLimit } });
+  const world = await createWorld({
+    ...PIPELINE,
+    wallet_notice_worker: { ...PIPELINE.wallet_notice_worker, poll_interval: pollInterval, batch_size: 100 },
+    tencent_im: { ...PIPELINE.tencent_im, rate_limit_per_second: rateLimit },
+  });
   try {
     world.env.fakeIm.setFaults({ delay_ms: IM_LATENCY_MS });
     await world.spawn('ingest');
@@ -126,10 +144,18 @@ async function latency(pollInterval: string, rate: number, seconds: number, rate
     const polls = (idleAfter.atMs - idleBefore.atMs) / outboxWorker.parse({ poll_interval: pollInterval }).poll_interval;
     const committedAt = await steadyStream(world.env.owner, world.env.config.wallet_database, rate, seconds);
     await waitDelivered(world, committedAt.size, 60_000);
-    const latencies = world.env.fakeIm.delivered().map((m) => m.receivedAtMs - committedAt.get(JSON.parse(m.data).event_id)!).sort((a, b) => a - b);
+    const latencies = world.env.fakeIm
+      .delivered()
+      .map((m) => m.receivedAtMs - committedAt.get(JSON.parse(m.data).event_id)!)
+      .sort((a, b) => a - b);
     return {
-      poll_interval: pollInterval, delivers, events: latencies.length,
-      p50_ms: percentile(latencies, 50), p95_ms: percentile(latencies, 95), p99_ms: percentile(latencies, 99), max_ms: latencies[latencies.length - 1],
+      poll_interval: pollInterval,
+      delivers,
+      events: latencies.length,
+      p50_ms: percentile(latencies, 50),
+      p95_ms: percentile(latencies, 95),
+      p99_ms: percentile(latencies, 99),
+      max_ms: latencies[latencies.length - 1],
       idle_statements_per_poll: Math.round(((idleAfter.mysqlQuestions - idleBefore.mysqlQuestions) / polls) * 100) / 100,
     };
   } finally {
@@ -141,7 +167,11 @@ async function mqLatency(rate: number, seconds: number) {
   const proxy = new FakeRocketMqProxy();
   await proxy.start();
   proxy.longPollCapMs = 20_000;
-  const world = await createWorld({ ...PIPELINE, wallet_notice_worker: { enabled: false }, rocketmq: { enabled: true, endpoints: proxy.endpoint, room_outbox: { enabled: true, invisible_duration: '30s', await_duration: '20s' } } });
+  const world = await createWorld({
+    ...PIPELINE,
+    wallet_notice_worker: { enabled: false },
+    rocketmq: { enabled: true, endpoints: proxy.endpoint, room_outbox: { enabled: true, invisible_duration: '30s', await_duration: '20s' } },
+  });
   try {
     world.env.fakeIm.setFaults({ delay_ms: IM_LATENCY_MS });
     await world.spawn('ingest');
@@ -158,8 +188,18 @@ async function mqLatency(rate: number, seconds: number) {
       publishedAt.set(fact.event_id, Date.now());
     }
     await waitDelivered(world, total, 60_000);
-    const latencies = world.env.fakeIm.delivered().map((m) => m.receivedAtMs - publishedAt.get(JSON.parse(m.data).event_id)!).sort((a, b) => a - b);
-    return { path: 'rocketmq', events: latencies.length, p50_ms: percentile(latencies, 50), p95_ms: percentile(latencies, 95), p99_ms: percentile(latencies, 99), max_ms: latencies[latencies.length - 1] };
+    const latencies = world.env.fakeIm
+      .delivered()
+      .map((m) => m.receivedAtMs - publishedAt.get(JSON.parse(m.data).event_id)!)
+      .sort((a, b) => a - b);
+    return {
+      path: 'rocketmq',
+      events: latencies.length,
+      p50_ms: percentile(latencies, 50),
+      p95_ms: percentile(latencies, 95),
+      p99_ms: percentile(latencies, 99),
+      max_ms: latencies[latencies.length - 1],
+    };
   } finally {
     await world.close();
     await proxy.stop();
@@ -194,7 +234,13 @@ if (want('latency_limited')) {
   const seconds = SMOKE ? 2 : 20;
   const rows = [];
   // Three deliver processes too: slots must go oldest first across processes, not only within one.
-  for (const [poll, delivers] of SMOKE ? [['500ms', 1]] as const : [['500ms', 1], ['100ms', 1], ['500ms', 3]] as const) {
+  for (const [poll, delivers] of SMOKE
+    ? ([['500ms', 1]] as const)
+    : ([
+        ['500ms', 1],
+        ['100ms', 1],
+        ['500ms', 3],
+      ] as const)) {
     const runs: Array<Awaited<ReturnType<typeof latency>>> = [];
     for (let i = 0; i < RUNS; i++) {
       log(`latency at 150/s with the 200/s limit on, poll_interval ${poll}, ${delivers} deliver process(es), run ${i + 1}/${RUNS}`);
@@ -224,7 +270,11 @@ if (want('baseline')) {
           steadyStream(w2.env.owner, w2.env.config.wallet_database, 150, streamSeconds),
           runBaseline(w2.env.owner, w2.env.config, { pollIntervalMs: 500, batchSize: 100, durationMs: streamSeconds * 1000 + 5000 }),
         ]);
-        const sent = w2.env.fakeIm.delivered().map((m) => m.receivedAtMs - (committedAt.get(JSON.parse(m.data).event_id) ?? NaN)).filter(Number.isFinite).sort((a, b) => a - b);
+        const sent = w2.env.fakeIm
+          .delivered()
+          .map((m) => m.receivedAtMs - (committedAt.get(JSON.parse(m.data).event_id) ?? NaN))
+          .filter(Number.isFinite)
+          .sort((a, b) => a - b);
         return { sent: sent.length, of: committedAt.size, p50_ms: percentile(sent, 50), p99_ms: percentile(sent, 99) };
       } finally {
         await w2.close();
@@ -268,9 +318,14 @@ async function rateLimitRun(events: number) {
     }
     const stats = await im.stats();
     return {
-      drain_seconds: Math.round(seconds * 10) / 10, busiest_aligned_second: stats.max_per_second, busiest_sliding_second: busiest,
-      over_frequency_answers: stats.by_code['60007'] ?? 0, requests: stats.requests,
-      over_frequency_share: Math.round(((stats.by_code['60007'] ?? 0) / stats.requests) * 100_000) / 1000, achieved_per_second: Math.round((events / seconds) * 10) / 10, share_of_200: Math.round((events / seconds / 200) * 1000) / 10,
+      drain_seconds: Math.round(seconds * 10) / 10,
+      busiest_aligned_second: stats.max_per_second,
+      busiest_sliding_second: busiest,
+      over_frequency_answers: stats.by_code['60007'] ?? 0,
+      requests: stats.requests,
+      over_frequency_share: Math.round(((stats.by_code['60007'] ?? 0) / stats.requests) * 100_000) / 1000,
+      achieved_per_second: Math.round((events / seconds) * 10) / 10,
+      share_of_200: Math.round((events / seconds / 200) * 1000) / 10,
     };
   } finally {
     await world.close();
@@ -287,9 +342,13 @@ if (want('ratelimit')) {
   }
   // Rate and drain time are medians; the two "never" targets take the worst run, since one bad run breaks them.
   report.rate_limit = {
-    events, runs,
-    drain_seconds: medianOf(runs, (r) => r.drain_seconds), achieved_per_second: medianOf(runs, (r) => r.achieved_per_second), share_of_200: medianOf(runs, (r) => r.share_of_200),
-    busiest_aligned_second: Math.max(...runs.map((r) => r.busiest_aligned_second)), busiest_sliding_second: Math.max(...runs.map((r) => r.busiest_sliding_second)),
+    events,
+    runs,
+    drain_seconds: medianOf(runs, (r) => r.drain_seconds),
+    achieved_per_second: medianOf(runs, (r) => r.achieved_per_second),
+    share_of_200: medianOf(runs, (r) => r.share_of_200),
+    busiest_aligned_second: Math.max(...runs.map((r) => r.busiest_aligned_second)),
+    busiest_sliding_second: Math.max(...runs.map((r) => r.busiest_sliding_second)),
     over_frequency_answers: Math.max(...runs.map((r) => r.over_frequency_answers)),
     over_frequency_share: medianOf(runs, (r) => r.over_frequency_share),
   };
@@ -304,13 +363,19 @@ if (want('overload')) {
   const runs: Record<'shipped' | 'fifo', Array<Awaited<ReturnType<typeof overloadRun>>>> = { shipped: [], fifo: [] };
   for (let i = 0; i < RUNS; i++) {
     for (const shipped of [true, false]) {
-      log(`overload: ${size.users} users × ${size.versions} balance changes, a kick every 250 ms, ${shipped ? 'as shipped' : 'FIFO, every balance sent'}, run ${i + 1}/${RUNS}`);
+      log(
+        `overload: ${size.users} users × ${size.versions} balance changes, a kick every 250 ms, ${shipped ? 'as shipped' : 'FIFO, every balance sent'}, run ${i + 1}/${RUNS}`,
+      );
       runs[shipped ? 'shipped' : 'fifo'].push(await overloadRun({ ...size, kickEveryMs: 250, imLatencyMs: IM_LATENCY_MS, shipped }));
     }
   }
   const summary = (list: Array<Awaited<ReturnType<typeof overloadRun>>>) => ({
     variant: list[0]!.variant,
-    ...Object.fromEntries((['kick_p50_ms', 'kick_p99_ms', 'kick_max_ms', 'newest_balance_after_burst_s', 'requests', 'requests_share_of_events', 'over_frequency_answers'] as const).map((k) => [k, medianOf(list, (r) => r[k])])),
+    ...Object.fromEntries(
+      (
+        ['kick_p50_ms', 'kick_p99_ms', 'kick_max_ms', 'newest_balance_after_burst_s', 'requests', 'requests_share_of_events', 'over_frequency_answers'] as const
+      ).map((k) => [k, medianOf(list, (r) => r[k])]),
+    ),
     runs: list,
   });
   report.overload = { ...size, kick_every_ms: 250, shipped: summary(runs.shipped), fifo: summary(runs.fifo) };
@@ -337,8 +402,14 @@ async function recoveryRun(events: number) {
     const startedAt = Date.now();
     await world.spawn('deliver');
     await waitDelivered(world, events, 900_000);
-    const received = world.env.fakeIm.delivered().map((m) => m.receivedAtMs).sort((a, b) => a - b);
-    return { seconds_to_all_delivered: Math.round((received[received.length - 1]! - startedAt) / 100) / 10, events_per_second: Math.round(events / ((received[received.length - 1]! - startedAt) / 1000)) };
+    const received = world.env.fakeIm
+      .delivered()
+      .map((m) => m.receivedAtMs)
+      .sort((a, b) => a - b);
+    return {
+      seconds_to_all_delivered: Math.round((received[received.length - 1]! - startedAt) / 100) / 10,
+      events_per_second: Math.round(events / ((received[received.length - 1]! - startedAt) / 1000)),
+    };
   } finally {
     await world.close();
   }
@@ -351,7 +422,12 @@ if (want('recovery')) {
     log(`recovery: ${events} pending rows, Redis flushed, run ${i + 1}/${RUNS}`);
     runs.push(await recoveryRun(events));
   }
-  report.recovery = { events, runs, seconds_to_all_delivered: medianOf(runs, (r) => r.seconds_to_all_delivered), events_per_second: medianOf(runs, (r) => r.events_per_second) };
+  report.recovery = {
+    events,
+    runs,
+    seconds_to_all_delivered: medianOf(runs, (r) => r.seconds_to_all_delivered),
+    events_per_second: medianOf(runs, (r) => r.events_per_second),
+  };
 }
 
 if (want('growth')) {
@@ -361,7 +437,12 @@ if (want('growth')) {
 
 if (want('inbox')) {
   log('inbox: list, unread count and mark-all-read from a gRPC client over a large notice_inbox_items');
-  report.inbox = await runInboxBench(SMOKE ? { items: 20_000, users: 200, heavyUsers: 2, heavyItems: 3000, cappedUsers: 5, cappedItems: 1000 } : { items: 1_000_000, users: 10_000, heavyUsers: 5, heavyItems: 12_000, cappedUsers: 50, cappedItems: 1000 }, log);
+  report.inbox = await runInboxBench(
+    SMOKE
+      ? { items: 20_000, users: 200, heavyUsers: 2, heavyItems: 3000, cappedUsers: 5, cappedItems: 1000 }
+      : { items: 1_000_000, users: 10_000, heavyUsers: 5, heavyItems: 12_000, cappedUsers: 50, cappedItems: 1000 },
+    log,
+  );
 }
 
 if (want('push_batch')) {
@@ -374,15 +455,29 @@ if (want('push_batch')) {
     runs.push({ batched: await runPushBatch(batched, 500, IM_LATENCY_MS), single: await runPushBatch(single, 1, IM_LATENCY_MS) });
   }
   report.push_batch = {
-    batched: { ...runs[0]!.batched, calls: medianOf(runs, (r) => r.batched.calls), drain_seconds: medianOf(runs, (r) => r.batched.drain_seconds), drain_runs: runs.map((r) => r.batched.drain_seconds) },
-    single: { ...runs[0]!.single, calls: medianOf(runs, (r) => r.single.calls), drain_seconds: medianOf(runs, (r) => r.single.drain_seconds), drain_runs: runs.map((r) => r.single.drain_seconds) },
+    batched: {
+      ...runs[0]!.batched,
+      calls: medianOf(runs, (r) => r.batched.calls),
+      drain_seconds: medianOf(runs, (r) => r.batched.drain_seconds),
+      drain_runs: runs.map((r) => r.batched.drain_seconds),
+    },
+    single: {
+      ...runs[0]!.single,
+      calls: medianOf(runs, (r) => r.single.calls),
+      drain_seconds: medianOf(runs, (r) => r.single.drain_seconds),
+      drain_runs: runs.map((r) => r.single.drain_seconds),
+    },
   };
 }
 
 if (want('api_flood')) {
   const runs = [];
   for (let i = 0; i < RUNS; i++) runs.push(await runApiFlood(SMOKE ? 20 : 100, SMOKE ? 3 : 20, SMOKE ? 200 : 4000, IM_LATENCY_MS, log));
-  report.api_flood = { ...runs[0]!, p99_ratio: medianOf(runs, (r) => r.p99_ratio), runs: runs.map((r) => ({ quiet: r.quiet, flood: r.flood, p99_ratio: r.p99_ratio })) };
+  report.api_flood = {
+    ...runs[0]!,
+    p99_ratio: medianOf(runs, (r) => r.p99_ratio),
+    runs: runs.map((r) => ({ quiet: r.quiet, flood: r.flood, p99_ratio: r.p99_ratio })),
+  };
 }
 
 if (want('apps')) {
@@ -421,7 +516,11 @@ if (want('footprint')) {
     }
     await new Promise((r) => setTimeout(r, 500));
     const after = await world.counters();
-    report.footprint = { waiting_jobs: events, redis_bytes_per_waiting_job: Math.round((after.redisUsedMemory - before.redisUsedMemory) / events), ingest_peak_rss_mb: processUsage(world)[0]!.peakRssMb };
+    report.footprint = {
+      waiting_jobs: events,
+      redis_bytes_per_waiting_job: Math.round((after.redisUsedMemory - before.redisUsedMemory) / events),
+      ingest_peak_rss_mb: processUsage(world)[0]!.peakRssMb,
+    };
   } finally {
     await world.close();
   }
@@ -430,10 +529,16 @@ if (want('footprint')) {
 // BENCH_ONLY re-runs some phases: keep the other phases of the last full report, marked with its date.
 const reportFile = join('bench', SMOKE ? 'report.smoke.json' : 'report.json');
 const previous = ONLY && existsSync(reportFile) ? JSON.parse(readFileSync(reportFile, 'utf8')) : null;
-const merged = previous ? { ...previous, ...report, partial_rerun: [...new Set([...(previous.partial_rerun ?? []), ...ONLY!])], full_run_at: previous.full_run_at ?? previous.generated_at } : report;
+const merged = previous
+  ? {
+      ...previous,
+      ...report,
+      partial_rerun: [...new Set([...(previous.partial_rerun ?? []), ...ONLY!])],
+      full_run_at: previous.full_run_at ?? previous.generated_at,
+    }
+  : report;
 writeFileSync(reportFile, JSON.stringify(merged, null, 2));
 const md = renderMarkdown(merged);
 writeFileSync(join('bench', SMOKE ? 'report.smoke.md' : 'report.md'), md);
 console.log(md);
 process.exit(0);
-

@@ -16,7 +16,8 @@ import { createDeliverQueues, enqueueDeliveries } from '../queues/deliver-queue.
 
 const ITERATIONS = 40;
 const BATCH = 100;
-const PAYLOAD = '{"transaction_id":"t","command_id":"c","asset_type":"COIN","available_delta":-100,"frozen_delta":0,"available_after":1000,"frozen_after":0,"balance_version":1,"metadata":{}}';
+const PAYLOAD =
+  '{"transaction_id":"t","command_id":"c","asset_type":"COIN","available_delta":-100,"frozen_delta":0,"available_after":1000,"frozen_after":0,"balance_version":1,"metadata":{}}';
 
 interface Costs {
   step: number;
@@ -58,13 +59,35 @@ async function measure(rows: number, step: number): Promise<Costs> {
     const source = walletOutboxSource(wallet);
     const cursors = new CursorStore(env.notice);
     const gapWatch = new GapWatchStore(env.notice);
-    const recorder = new FactRecorder(new LedgerRepository(env.notice), (items) => enqueueDeliveries(queues, items.map((i) => ({ ...i, maxRetryCount: 10 }))), channelRoutes(env.config), logger);
-    const poller = () => new OutboxPoller({ source, config: env.config.wallet_notice_worker, reader: new OutboxReader(env.notice, source), cursors, gapWatch, recorder, owner: 'bench', logger });
+    const recorder = new FactRecorder(
+      new LedgerRepository(env.notice),
+      (items) =>
+        enqueueDeliveries(
+          queues,
+          items.map((i) => ({ ...i, maxRetryCount: 10 })),
+        ),
+      channelRoutes(env.config),
+      logger,
+    );
+    const poller = () =>
+      new OutboxPoller({
+        source,
+        config: env.config.wallet_notice_worker,
+        reader: new OutboxReader(env.notice, source),
+        cursors,
+        gapWatch,
+        recorder,
+        owner: 'bench',
+        logger,
+      });
     // The holes of the 1,000 rows below `top`, first seen just now (inside gap_grace).
     const holesBelow = (top: number): GapRange[] =>
       step === 1 ? [] : Array.from({ length: 1000 }, (_, i): GapRange => [top - (i + 1) * step + 1, top - i * step - 1, Date.now()]).reverse();
     const setCursor = (highWater: number, gaps: GapRange[]) =>
-      env.notice.query("REPLACE INTO notice_ingest_cursors (source_name, high_water_id, open_gaps, lease_owner, lease_until_ms, updated_at_ms) VALUES ('wallet_outbox', ?, ?, NULL, 0, 0)", [highWater, serializeGaps(gaps)]);
+      env.notice.query(
+        "REPLACE INTO notice_ingest_cursors (source_name, high_water_id, open_gaps, lease_owner, lease_until_ms, updated_at_ms) VALUES ('wallet_outbox', ?, ?, NULL, 0, 0)",
+        [highWater, serializeGaps(gaps)],
+      );
 
     const batch: number[] = [];
     const idleOpen: number[] = [];
@@ -95,7 +118,13 @@ async function measure(rows: number, step: number): Promise<Costs> {
       await quiet.pollOnce();
       idle.push(performance.now() - t0);
     }
-    return { step, idle_poll_ms: round(median(idle)), idle_poll_open_gaps_ms: round(median(idleOpen)), batch_poll_ms: round(median(batch)), open_gap_ranges: holesBelow(maxId).length };
+    return {
+      step,
+      idle_poll_ms: round(median(idle)),
+      idle_poll_open_gaps_ms: round(median(idleOpen)),
+      batch_poll_ms: round(median(batch)),
+      open_gap_ranges: holesBelow(maxId).length,
+    };
   } finally {
     await queues.close();
     redis.disconnect();

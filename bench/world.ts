@@ -41,14 +41,19 @@ export interface Counters {
 export async function createWorld(config: Record<string, unknown>, options: { fakeImApps?: FakeImApp[] } = {}): Promise<World> {
   const redis = new PrivateRedis(['--maxmemory-policy', 'noeviction']);
   const url = await redis.start();
-  const env = await createTestEnv({ log: { level: 'info' }, ...config, redis: { url, ...((config.redis as object) ?? {}) } }, { fakeImApps: options.fakeImApps });
+  const env = await createTestEnv(
+    { log: { level: 'info' }, ...config, redis: { url, ...((config.redis as object) ?? {}) } },
+    { fakeImApps: options.fakeImApps },
+  );
   const procs: World['procs'] = [];
   const mariadbPid = pidOf('mariadbd') ?? pidOf('mysqld');
   const { Redis } = await import('ioredis');
   const stats = new Redis(url);
   const redisServerPid = Number(/process_id:(\d+)/.exec(await stats.info('server'))?.[1]);
   return {
-    env, redis, procs,
+    env,
+    redis,
+    procs,
     async spawn(role) {
       // BENCH_PROFILE=1 writes a V8 CPU profile per process into .tmp/prof (open it in Chrome DevTools).
       // The processes run with the V8 setting the Docker image uses (NOTICE_NODE_OPTIONS overrides it).
@@ -82,5 +87,10 @@ export async function createWorld(config: Record<string, unknown>, options: { fa
 }
 
 export function processUsage(world: World): Array<{ role: string; pid: number; cpu: number; peakRssMb: number }> {
-  return world.procs.map(({ role, proc, cpuAtStart }) => ({ role, pid: proc.child.pid!, cpu: cpuSeconds(proc.child.pid!) - cpuAtStart, peakRssMb: peakRssMb(proc.child.pid!) }));
+  return world.procs.map(({ role, proc, cpuAtStart }) => ({
+    role,
+    pid: proc.child.pid!,
+    cpu: cpuSeconds(proc.child.pid!) - cpuAtStart,
+    peakRssMb: peakRssMb(proc.child.pid!),
+  }));
 }

@@ -10,7 +10,11 @@ export async function preload(pool: Pool, database: string, total: number, conne
       while (next < end) {
         const from = next;
         next = Math.min(end, next + chunk);
-        await insertWalletRows(pool, database, Array.from({ length: next - from }, (_, i) => balanceChanged(from + i + 1)));
+        await insertWalletRows(
+          pool,
+          database,
+          Array.from({ length: next - from }, (_, i) => balanceChanged(from + i + 1)),
+        );
       }
     }),
   );

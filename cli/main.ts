@@ -79,7 +79,8 @@ function rolesEnabledIn(config: NoticeConfig): RoleName[] {
   if (ingestEnabled(config)) roles.push('ingest');
   if (config.deliver.enabled) roles.push('deliver');
   for (const role of channelRoles(config)) if (role.enabled(config)) roles.push(role.name);
-  if (roles.length === 0) throw new RoleConfigError('nothing to run: no ingest source is enabled, deliver.enabled is false and no channel role (inbox.api_enabled) is on');
+  if (roles.length === 0)
+    throw new RoleConfigError('nothing to run: no ingest source is enabled, deliver.enabled is false and no channel role (inbox.api_enabled) is on');
   return roles;
 }
 
@@ -113,10 +114,17 @@ program
     const { tencentApps } = await import('../src/config/tencent-apps.ts');
     // Every app of the config, each verifying its own UserSig (tencent_im.app_code and tencent_im.apps).
     const apps = [...tencentApps(config).values()].map((a) => ({ sdkAppId: a.sdkAppId, secretKey: a.secretKey, adminIdentifier: a.adminIdentifier }));
-    const first = apps[0] ?? { sdkAppId: config.tencent_im.sdk_app_id, secretKey: config.tencent_im.secret_key, adminIdentifier: config.tencent_im.admin_identifier };
+    const first = apps[0] ?? {
+      sdkAppId: config.tencent_im.sdk_app_id,
+      secretKey: config.tencent_im.secret_key,
+      adminIdentifier: config.tencent_im.admin_identifier,
+    };
     const server = new FakeImServer({ ...first, apps: apps.slice(1) });
     const url = await server.listen(port, opts.host);
-    logger.info({ url, sdk_app_ids: [first, ...apps.slice(1)].map((a) => a.sdkAppId) }, 'fake-im listening (GET /_fake/messages, /_fake/stats; POST /_fake/faults, /_fake/reset)');
+    logger.info(
+      { url, sdk_app_ids: [first, ...apps.slice(1)].map((a) => a.sdkAppId) },
+      'fake-im listening (GET /_fake/messages, /_fake/stats; POST /_fake/faults, /_fake/reset)',
+    );
     await new Promise<void>((resolve) => {
       process.once('SIGTERM', () => resolve());
       process.once('SIGINT', () => resolve());
@@ -126,7 +134,7 @@ program
 
 const demoCommand = program
   .command('demo')
-  .description('dev/demo only: keep writing realistic outbox rows, playing the owner services (each source module\'s demo)')
+  .description("dev/demo only: keep writing realistic outbox rows, playing the owner services (each source module's demo)")
   .addOption(configOption())
   .option('--rate <n>', 'rows per second of the main stream (the wallet); the others write a share of it', '5')
   .option('--total <n>', 'stop after this many rows of the main stream (0 = run until stopped)', '0');
@@ -143,10 +151,20 @@ demoCommand.action(async (opts: Record<string, string | boolean | undefined> & {
   const { createMysqlPool } = await import('../src/platform/mysql.ts');
   const pool = createMysqlPool(config.mysql.url, 2);
   // Commander names --publish-kicks publishKicks; the modules know their flags by their dashed names.
-  const flags = new Set(Object.entries(opts).filter(([, v]) => v === true).map(([k]) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)));
-  const writers = await Promise.all(sourceModules(config)
-    .filter((m) => m.demo && (!m.demo.flag || flags.has(m.demo.flag.name)))
-    .map(async (m) => ({ module: m, share: m.demo!.share, writer: await m.demo!.open({ config, pool, database: sourceSettings(config, m).database, logger, flags }) })));
+  const flags = new Set(
+    Object.entries(opts)
+      .filter(([, v]) => v === true)
+      .map(([k]) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)),
+  );
+  const writers = await Promise.all(
+    sourceModules(config)
+      .filter((m) => m.demo && (!m.demo.flag || flags.has(m.demo.flag.name)))
+      .map(async (m) => ({
+        module: m,
+        share: m.demo!.share,
+        writer: await m.demo!.open({ config, pool, database: sourceSettings(config, m).database, logger, flags }),
+      })),
+  );
   let written = 0;
   let stopping = false;
   process.once('SIGTERM', () => (stopping = true));

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { channelQueueSpecs, channelRoles } from '../src/channels/registry.ts';
-import { type NoticeConfig } from '../src/config/schema.ts';
+import type { NoticeConfig } from '../src/config/schema.ts';
 import { createMysqlPool, type Pool } from '../src/platform/mysql.ts';
 import { createRedis, type Redis } from '../src/platform/redis.ts';
 import { createDeliverQueues, type DeliverQueues } from '../queues/deliver-queue.ts';
@@ -37,7 +37,12 @@ export interface NoticeProcess {
   stop(): Promise<void>;
 }
 
-export async function buildProcess(config: NoticeConfig, roleNames: readonly RoleName[], logger: Logger, metrics = new NoticeMetrics()): Promise<NoticeProcess> {
+export async function buildProcess(
+  config: NoticeConfig,
+  roleNames: readonly RoleName[],
+  logger: Logger,
+  metrics = new NoticeMetrics(),
+): Promise<NoticeProcess> {
   const served = channelRoles(config);
   const unknown = roleNames.filter((r) => !CORE_ROLES.includes(r) && !served.some((s) => s.name === r));
   if (unknown.length > 0) throw new Error(`unknown role ${unknown.join(', ')} (roles: ${[...CORE_ROLES, ...served.map((s) => s.name)].join(', ')})`);
@@ -45,7 +50,10 @@ export async function buildProcess(config: NoticeConfig, roleNames: readonly Rol
   const needsRedis = roleNames.some((r) => CORE_ROLES.includes(r));
   const pool = createMysqlPool(config.mysql.url, needsRedis ? config.mysql.pool_size : 1);
   const redis = needsRedis
-    ? { producer: createRedis(config.redis.url, 'producer', { cluster: config.redis.cluster }), worker: createRedis(config.redis.url, 'worker', { cluster: config.redis.cluster }) }
+    ? {
+        producer: createRedis(config.redis.url, 'producer', { cluster: config.redis.cluster }),
+        worker: createRedis(config.redis.url, 'worker', { cluster: config.redis.cluster }),
+      }
     : null;
   const deliverQueues = redis ? createDeliverQueues(redis.producer, config.redis.prefix, channelQueueSpecs(config)) : null;
   deliverQueues?.on('error', (err) => logger.warn({ err: err.message }, 'deliver queue connection error'));
@@ -67,7 +75,8 @@ export async function buildProcess(config: NoticeConfig, roleNames: readonly Rol
   // Each role's module (and its libraries: the RocketMQ client, express and bull-board) loads only where it runs.
   try {
     if (roleNames.includes('ingest')) ingest = new (await import('../ingest/ingest-role.ts')).IngestRole(config, pool, queuesOrThrow(), logger, metrics);
-    if (roleNames.includes('deliver')) deliver = new (await import('../deliver/deliver-role.ts')).DeliverRole(config, pool, redis!.worker, queuesOrThrow(), redis!.producer, logger, metrics);
+    if (roleNames.includes('deliver'))
+      deliver = new (await import('../deliver/deliver-role.ts')).DeliverRole(config, pool, redis!.worker, queuesOrThrow(), redis!.producer, logger, metrics);
     if (roleNames.includes('dashboard')) dashboard = new (await import('../dashboard/dashboard-role.ts')).DashboardRole(config, pool, queuesOrThrow(), logger);
     for (const role of served) if (roleNames.includes(role.name)) extra.push(await role.create(config, logger));
   } catch (err) {
@@ -77,24 +86,47 @@ export async function buildProcess(config: NoticeConfig, roleNames: readonly Rol
   const roles: Role[] = [...[ingest, deliver, dashboard].filter((r): r is IngestRole | DeliverRole | DashboardRole => r !== undefined), ...extra];
 
   metrics.onScrape(async () => {
-    await Promise.all((deliverQueues?.all ?? []).map(async (queue) => {
-      const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed', 'prioritized');
-      for (const [state, n] of Object.entries(counts)) metrics.queueJobs.set({ queue: queue.name, state }, n);
-    }));
+    await Promise.all(
+      (deliverQueues?.all ?? []).map(async (queue) => {
+        const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed', 'prioritized');
+        for (const [state, n] of Object.entries(counts)) metrics.queueJobs.set({ queue: queue.name, state }, n);
+      }),
+    );
   });
   const readiness = () => checkReadiness(pool, redis?.producer ?? null, roles, logger);
   metrics.onScrape(async () => {
     metrics.ready.set((await readiness()).ready ? 1 : 0);
   });
-  const health = new HealthServer({ host: config.health.host, httpPort: config.health.http_port, grpcPort: config.health.grpc_port, metrics, readiness, logger });
+  const health = new HealthServer({
+    host: config.health.host,
+    httpPort: config.health.http_port,
+    grpcPort: config.health.grpc_port,
+    metrics,
+    readiness,
+    logger,
+  });
 
   return {
-    pool, get queues() { return queuesOrThrow(); }, roles, ingest, deliver, dashboard, channelRoles: extra, metrics, health, readiness,
+    pool,
+    get queues() {
+      return queuesOrThrow();
+    },
+    roles,
+    ingest,
+    deliver,
+    dashboard,
+    channelRoles: extra,
+    metrics,
+    health,
+    readiness,
     async start() {
       if (redis) await warnOnUnsafeRedis(redis.producer, logger);
       for (const role of roles) await role.start();
       await health.start();
-      logger.info({ roles: roles.map((r) => r.name), http_port: health.httpPort || undefined, grpc_port: health.grpcPort || undefined }, 'notice-service started');
+      logger.info(
+        { roles: roles.map((r) => r.name), http_port: health.httpPort || undefined, grpc_port: health.grpcPort || undefined },
+        'notice-service started',
+      );
     },
     async stop() {
       health.markShuttingDown();
@@ -137,7 +169,10 @@ async function warnOnUnsafeRedis(redis: Redis, logger: Logger): Promise<void> {
     const reply = (await redis.config('GET', 'maxmemory-policy')) as string[];
     const policy = reply[1];
     if (policy && policy !== 'noeviction') {
-      logger.warn({ maxmemory_policy: policy }, 'REDIS maxmemory-policy IS NOT noeviction: evicted BullMQ keys corrupt queues. Set maxmemory-policy noeviction.');
+      logger.warn(
+        { maxmemory_policy: policy },
+        'REDIS maxmemory-policy IS NOT noeviction: evicted BullMQ keys corrupt queues. Set maxmemory-policy noeviction.',
+      );
     }
   } catch {
     // CONFIG may be disabled on managed Redis; nothing to check then.

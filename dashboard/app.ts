@@ -42,14 +42,26 @@ export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Del
 
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(`${base}/queues`);
-  const adapters = queues.channelNames.flatMap((channel) => queues.ofChannel(channel).map((queue) => {
-    // Retrying a BullMQ job cannot revive a failed ledger row (its claim would refuse it), so the board's retry is hidden;
-    // operators requeue from the Notices page, which moves the ledger row first.
-    const adapter = new BullMQAdapter(queue, { readOnlyMode: settings.read_only, allowRetries: false, description: `${channelModule(config, channel)?.description ?? channel}; job data is the ledger key only. Requeue failed events from Notices.` });
-    // Job data is only the ledger key; show exactly that, whatever a future producer adds.
-    adapter.setFormatter('data', (data: DeliverJobData) => ({ sourceName: data?.sourceName, appCode: data?.appCode, sourceEventId: data?.sourceEventId, channel: data?.channel, eventType: data?.eventType }));
-    return adapter;
-  }));
+  const adapters = queues.channelNames.flatMap((channel) =>
+    queues.ofChannel(channel).map((queue) => {
+      // Retrying a BullMQ job cannot revive a failed ledger row (its claim would refuse it), so the board's retry is hidden;
+      // operators requeue from the Notices page, which moves the ledger row first.
+      const adapter = new BullMQAdapter(queue, {
+        readOnlyMode: settings.read_only,
+        allowRetries: false,
+        description: `${channelModule(config, channel)?.description ?? channel}; job data is the ledger key only. Requeue failed events from Notices.`,
+      });
+      // Job data is only the ledger key; show exactly that, whatever a future producer adds.
+      adapter.setFormatter('data', (data: DeliverJobData) => ({
+        sourceName: data?.sourceName,
+        appCode: data?.appCode,
+        sourceEventId: data?.sourceEventId,
+        channel: data?.channel,
+        eventType: data?.eventType,
+      }));
+      return adapter;
+    }),
+  );
   createBullBoard({
     queues: adapters,
     serverAdapter,
@@ -68,24 +80,38 @@ export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Del
   app.use(`${base}/queues`, refusePipelineMutations(), withoutThirdPartyAssets(), board);
 
   const policyFor = sourcePolicy(config);
-  app.use(`${base}/api/notices`, ledgerApi({
-    queries: new LedgerQueries(pool),
-    ledger: new LedgerRepository(pool),
-    pool,
-    queues,
+  app.use(
+    `${base}/api/notices`,
+    ledgerApi({
+      queries: new LedgerQueries(pool),
+      ledger: new LedgerRepository(pool),
+      pool,
+      queues,
+      readOnly: settings.read_only,
+      maxRetryFor: (source) => policyFor(source).maxRetryCount,
+      channels: channelModules(config).map((m) => ({ name: m.name, rateLimitPerSecond: m.rateLimitPerSecond(config) })),
+      audit: new AuditLog(pool),
+      history: new DeliveryHistory(pool, (err) => logger.warn({ err: err.message }, 'could not write delivery history')),
+    }),
+  );
+  app.use(
+    `${base}/api/rejects`,
+    rejectsApi({
+      rejects: new RejectStore(pool),
+      entryFor: rejectEntries(config, pool, queues, logger),
+      audit: new AuditLog(pool),
+      readOnly: settings.read_only,
+    }),
+  );
+  const page = noticesPage({
+    apiPath: `${base}/api/notices`,
+    rejectsPath: `${base}/api/rejects`,
+    queuesPath: `${base}/queues`,
+    environment: settings.environment,
     readOnly: settings.read_only,
-    maxRetryFor: (source) => policyFor(source).maxRetryCount,
-    channels: channelModules(config).map((m) => ({ name: m.name, rateLimitPerSecond: m.rateLimitPerSecond(config) })),
-    audit: new AuditLog(pool),
-    history: new DeliveryHistory(pool, (err) => logger.warn({ err: err.message }, 'could not write delivery history')),
-  }));
-  app.use(`${base}/api/rejects`, rejectsApi({
-    rejects: new RejectStore(pool),
-    entryFor: rejectEntries(config, pool, queues, logger),
-    audit: new AuditLog(pool),
-    readOnly: settings.read_only,
-  }));
-  const page = noticesPage({ apiPath: `${base}/api/notices`, rejectsPath: `${base}/api/rejects`, queuesPath: `${base}/queues`, environment: settings.environment, readOnly: settings.read_only, channels: channelModules(config).map((m) => m.name), statuses: DELIVERY_STATUSES.map((status) => ({ status, ...STATUS_TABLE[status] })) });
+    channels: channelModules(config).map((m) => m.name),
+    statuses: DELIVERY_STATUSES.map((status) => ({ status, ...STATUS_TABLE[status] })),
+  });
   app.get(`${base}/notices`, (_req, res) => void res.type('html').send(page.replace('<script>', `<script nonce="${res.locals.cspNonce}">`)));
   app.get(['/', base], (_req, res) => res.redirect(`${base}/queues`));
   app.use(errorHandler(logger));

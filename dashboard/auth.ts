@@ -63,7 +63,13 @@ export function basicAuth(username: string, password: string, devices: DeviceCoo
       // Who did what is recorded for operator actions (the audit log); the password never leaves this function.
       res.locals.operator = username;
       if (!devices.recognises(req)) {
-        res.cookie(DEVICE_COOKIE, devices.issue(), { httpOnly: true, sameSite: 'strict', secure: req.secure, path: basePath, maxAge: DEVICE_COOKIE_MAX_AGE_S * 1000 });
+        res.cookie(DEVICE_COOKIE, devices.issue(), {
+          httpOnly: true,
+          sameSite: 'strict',
+          secure: req.secure,
+          path: basePath,
+          maxAge: DEVICE_COOKIE_MAX_AGE_S * 1000,
+        });
       }
       return next();
     }

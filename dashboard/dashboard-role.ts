@@ -12,7 +12,12 @@ export class DashboardRole implements Role {
   private server: Server | null = null;
   port = 0;
 
-  constructor(private readonly config: NoticeConfig, private readonly pool: Pool, private readonly queues: DeliverQueues, private readonly logger: Logger) {
+  constructor(
+    private readonly config: NoticeConfig,
+    private readonly pool: Pool,
+    private readonly queues: DeliverQueues,
+    private readonly logger: Logger,
+  ) {
     if (config.dashboard.auth.enabled && config.dashboard.auth.password === '') {
       throw new RoleConfigError('dashboard refuses to start: dashboard.auth.password is empty (set it, e.g. from ${DASHBOARD_PASSWORD})');
     }
@@ -25,7 +30,15 @@ export class DashboardRole implements Role {
       this.server = server;
     });
     this.port = (this.server!.address() as AddressInfo).port;
-    this.logger.info({ host: this.config.dashboard.host, url: `http://${this.config.dashboard.host === '0.0.0.0' ? '127.0.0.1' : this.config.dashboard.host}:${this.port}${this.config.dashboard.base_path}/queues`, read_only: this.config.dashboard.read_only, auth: this.config.dashboard.auth.enabled }, 'dashboard listening');
+    this.logger.info(
+      {
+        host: this.config.dashboard.host,
+        url: `http://${this.config.dashboard.host === '0.0.0.0' ? '127.0.0.1' : this.config.dashboard.host}:${this.port}${this.config.dashboard.base_path}/queues`,
+        read_only: this.config.dashboard.read_only,
+        auth: this.config.dashboard.auth.enabled,
+      },
+      'dashboard listening',
+    );
   }
 
   async stop(): Promise<void> {

@@ -59,7 +59,17 @@ export function ledgerApi(deps: LedgerApiDeps): express.Router {
 
   router.get('/audit', async (_req: Request, res: Response) => {
     const actions = await deps.audit.recent(20);
-    res.json({ actions: actions.map((a) => ({ at_ms: a.atMs, actor: a.actor, via: a.via, action: a.action, matched: a.matched, affected: a.affected, detail: a.detail })) });
+    res.json({
+      actions: actions.map((a) => ({
+        at_ms: a.atMs,
+        actor: a.actor,
+        via: a.via,
+        action: a.action,
+        matched: a.matched,
+        affected: a.affected,
+        detail: a.detail,
+      })),
+    });
   });
 
   router.get('/failed', async (req: Request, res: Response) => {

@@ -2,8 +2,22 @@
  * The ledger page: search by event_id / user_id, the failed list (newest first, paged), requeue of selected rows.
  * Static HTML plus a little script against the JSON API; every value is inserted as text, never as HTML.
  */
-export function noticesPage(options: { apiPath: string; rejectsPath: string; queuesPath: string; environment: { label: string; color: string }; readOnly: boolean; channels: readonly string[]; statuses: ReadonlyArray<{ status: string; meaning: string; alarming: boolean }> }): string {
-  const config = JSON.stringify({ api: options.apiPath, rejects: options.rejectsPath, readOnly: options.readOnly, channels: options.channels, statuses: options.statuses }).replace(/</g, '\\u003c');
+export function noticesPage(options: {
+  apiPath: string;
+  rejectsPath: string;
+  queuesPath: string;
+  environment: { label: string; color: string };
+  readOnly: boolean;
+  channels: readonly string[];
+  statuses: ReadonlyArray<{ status: string; meaning: string; alarming: boolean }>;
+}): string {
+  const config = JSON.stringify({
+    api: options.apiPath,
+    rejects: options.rejectsPath,
+    readOnly: options.readOnly,
+    channels: options.channels,
+    statuses: options.statuses,
+  }).replace(/</g, '\\u003c');
   const env = escapeHtml(options.environment.label);
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>notice-service · notices</title>

@@ -44,8 +44,12 @@ export function rejectsApi(deps: RejectsApiDeps): express.Router {
     }
     const result = await requeueRejected({ rejects: deps.rejects, entryFor: deps.entryFor }, ids);
     await deps.audit.record({
-      actor: typeof res.locals.operator === 'string' ? res.locals.operator : 'anonymous (dashboard auth off)', via: 'dashboard', action: 'requeue_rejected',
-      matched: ids.length - result.missing.length, affected: result.requeued.length, detail: { ids: ids.slice(0, 20), still_rejected: result.stillRejected.length, missing: result.missing.length },
+      actor: typeof res.locals.operator === 'string' ? res.locals.operator : 'anonymous (dashboard auth off)',
+      via: 'dashboard',
+      action: 'requeue_rejected',
+      matched: ids.length - result.missing.length,
+      affected: result.requeued.length,
+      detail: { ids: ids.slice(0, 20), still_rejected: result.stillRejected.length, missing: result.missing.length },
     });
     res.json({ requeued: result.requeued, still_rejected: result.stillRejected, missing: result.missing });
   });
@@ -55,7 +59,17 @@ export function rejectsApi(deps: RejectsApiDeps): express.Router {
 
 function present(r: RejectSummary) {
   return {
-    id: r.id, source_name: r.sourceName, message_id: r.messageId, topic: r.topic, tag: r.tag, keys: r.keys,
-    delivery_attempt: r.deliveryAttempt, reason: r.reason, created_at_ms: r.createdAtMs, body_bytes: r.bodyBytes, kept_bytes: r.keptBytes, body_sha256: r.bodySha256,
+    id: r.id,
+    source_name: r.sourceName,
+    message_id: r.messageId,
+    topic: r.topic,
+    tag: r.tag,
+    keys: r.keys,
+    delivery_attempt: r.deliveryAttempt,
+    reason: r.reason,
+    created_at_ms: r.createdAtMs,
+    body_bytes: r.bodyBytes,
+    kept_bytes: r.keptBytes,
+    body_sha256: r.bodySha256,
   };
 }

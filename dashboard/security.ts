@@ -90,7 +90,11 @@ const PIPELINE_MUTATIONS: Array<{ method: string; pattern: RegExp; why: string }
   { method: 'PUT', pattern: /^\/api\/queues\/[^/]+\/obliterate$/, why: 'obliterating the queue strands its ledger rows until the reconciler rebuilds them' },
   { method: 'PUT', pattern: /^\/api\/queues\/[^/]+\/empty$/, why: 'emptying the queue strands its ledger rows until the reconciler rebuilds them' },
   { method: 'PATCH', pattern: /^\/api\/queues\/[^/]+\/[^/]+\/update-data$/, why: 'job data is the ledger key; editing it points the job at another event' },
-  { method: 'PUT', pattern: /^\/api\/queues\/[^/]+\/(concurrency|rate-limit)$/, why: 'the send rate is the send pacer\'s (tencent_im.rate_limit_per_second), not a queue setting' },
+  {
+    method: 'PUT',
+    pattern: /^\/api\/queues\/[^/]+\/(concurrency|rate-limit)$/,
+    why: "the send rate is the send pacer's (tencent_im.rate_limit_per_second), not a queue setting",
+  },
 ];
 
 export function refusePipelineMutations(): RequestHandler {
@@ -120,7 +124,10 @@ export function loginThrottle(logger: Logger, devices: DeviceCookies, maxFailure
     legacyHeaders: false,
     handler: (req, res) => {
       logger.warn({ ip: req.ip, path: req.path }, 'dashboard login throttled: too many failed logins from this address');
-      res.status(429).type('text/plain').send('too many failed logins from this address; try again later (a browser that has logged in here before is not limited)');
+      res
+        .status(429)
+        .type('text/plain')
+        .send('too many failed logins from this address; try again later (a browser that has logged in here before is not limited)');
     },
   });
 }

@@ -58,24 +58,38 @@ export class DeliverRole implements Role {
     const problems = channelRegistryProblems(config);
     if (problems.length > 0) throw new RoleConfigError(`deliver refuses to start: ${problems.join('; ')}`);
     this.modules = routedChannels(config).map((name) => channelModule(config, name)!);
-    if (this.modules.length === 0) throw new RoleConfigError('deliver refuses to start: no notice kind is routed to any channel (tencent_im.kinds, inbox.kinds)');
+    if (this.modules.length === 0)
+      throw new RoleConfigError('deliver refuses to start: no notice kind is routed to any channel (tencent_im.kinds, inbox.kinds)');
   }
 
   async start(): Promise<void> {
     const policyFor = sourcePolicy(this.config);
     const ledger = new LedgerRepository(this.pool);
     const hot = new BatchedLedger(this.pool, this.workerId, (source) => policyFor(source).lockTtlMs);
-    const history = new DeliveryHistory(this.pool, (err) => this.logger.warn({ err: err.message }, 'could not write delivery history; the ledger row is unaffected'));
+    const history = new DeliveryHistory(this.pool, (err) =>
+      this.logger.warn({ err: err.message }, 'could not write delivery history; the ledger row is unaffected'),
+    );
     const ports = new Map<string, DeliveryPorts>();
     const apps = tencentApps(this.config);
     const routes = channelRoutes(this.config);
     const port = deliveryLedger(hot, ledger, this.workerId);
     for (const module of this.modules) {
       // Decisions around every channel's send are wrappers: superseding first (no quota spent on an obsolete notice).
-      const channel = skipSuperseded(await module.create({ config: this.config, pool: this.pool, redis: this.connection, ledger: channelLedger(ledger), routes, logger: this.logger, metrics: this.metrics }), {
-        skips: (eventType) => this.config.deliver.skip_superseded[eventType] === true,
-        newerVersion: (row) => hot.newerVersion(row),
-      });
+      const channel = skipSuperseded(
+        await module.create({
+          config: this.config,
+          pool: this.pool,
+          redis: this.connection,
+          ledger: channelLedger(ledger),
+          routes,
+          logger: this.logger,
+          metrics: this.metrics,
+        }),
+        {
+          skips: (eventType) => this.config.deliver.skip_superseded[eventType] === true,
+          newerVersion: (row) => hot.newerVersion(row),
+        },
+      );
       this.channels.push(channel);
       ports.set(module.name, {
         ledger: port,
@@ -92,7 +106,13 @@ export class DeliverRole implements Role {
         onOutcome: (outcome) => this.outcomes[outcome]++,
       });
     }
-    const processor = createDeliverProcessor({ portsFor: (channel) => ports.get(channel), retryBaseMs: this.config.deliver.retry_base_delay, retryMaxMs: this.config.deliver.retry_max_delay, logger: this.logger, metrics: this.metrics });
+    const processor = createDeliverProcessor({
+      portsFor: (channel) => ports.get(channel),
+      retryBaseMs: this.config.deliver.retry_base_delay,
+      retryMaxMs: this.config.deliver.retry_max_delay,
+      logger: this.logger,
+      metrics: this.metrics,
+    });
     // Several BullMQ workers share a channel's concurrency (see fetchLanes): a burst starts sending after a few
     // fetches. Each queue has its own lanes, so a kind's jobs are claimed while another kind's backlog waits; the
     // C2C pacer then hands out the quota by priority among everything claimed.
@@ -100,17 +120,22 @@ export class DeliverRole implements Role {
       // Each app group (tencent_im.apps) has its own queues; the lanes are shared out so the Redis connections stay bounded.
       const groups = this.queues.groupsOfChannel(module.name);
       const laneSizes = fetchLanes(module.concurrency(this.config), Math.max(1, Math.floor(MAX_FETCH_LANES / groups.length)));
-      return groups.flat().flatMap((queue) => laneSizes.map((concurrency) => new Worker<DeliverJobData>(queue.name, processor, {
-        connection: this.connection,
-        prefix: this.config.redis.prefix,
-        concurrency,
-        settings: { backoffStrategy: ledgerBackoff(this.config.deliver.retry_base_delay, this.config.deliver.retry_max_delay) },
-        // The job lock outlasts the channel's longest send (its own timeouts: two HTTP calls for a re-sign).
-        lockDuration: Math.max(this.config.deliver.job_lock_duration, module.longestSendMs(this.config)),
-        stalledInterval: this.config.deliver.job_lock_duration,
-        maxStalledCount: 3,
-        autorun: false,
-      })));
+      return groups.flat().flatMap((queue) =>
+        laneSizes.map(
+          (concurrency) =>
+            new Worker<DeliverJobData>(queue.name, processor, {
+              connection: this.connection,
+              prefix: this.config.redis.prefix,
+              concurrency,
+              settings: { backoffStrategy: ledgerBackoff(this.config.deliver.retry_base_delay, this.config.deliver.retry_max_delay) },
+              // The job lock outlasts the channel's longest send (its own timeouts: two HTTP calls for a re-sign).
+              lockDuration: Math.max(this.config.deliver.job_lock_duration, module.longestSendMs(this.config)),
+              stalledInterval: this.config.deliver.job_lock_duration,
+              maxStalledCount: 3,
+              autorun: false,
+            }),
+        ),
+      );
     });
     for (const worker of this.workers) {
       worker.on('error', (err) => this.logger.warn({ err: err.message }, 'deliver worker error'));
@@ -119,8 +144,17 @@ export class DeliverRole implements Role {
     await Promise.all(this.workers.map((worker) => worker.waitUntilReady()));
     for (const channel of this.channels) this.scheduleMaintenance(channel);
     this.reconciler = new Reconciler({
-      ledger, queues: this.queues, redis: this.producerRedis, config: this.config, owner: this.workerId,
-      maxRetryFor: (source) => policyFor(source).maxRetryCount, history: new DeliveryHistory(this.pool), rejects: new RejectStore(this.pool), maxQueuedJobs: maxQueuedJobs(this.config), logger: this.logger, metrics: this.metrics,
+      ledger,
+      queues: this.queues,
+      redis: this.producerRedis,
+      config: this.config,
+      owner: this.workerId,
+      maxRetryFor: (source) => policyFor(source).maxRetryCount,
+      history: new DeliveryHistory(this.pool),
+      rejects: new RejectStore(this.pool),
+      maxQueuedJobs: maxQueuedJobs(this.config),
+      logger: this.logger,
+      metrics: this.metrics,
     });
     this.reconciler.start();
   }
@@ -145,15 +179,17 @@ export class DeliverRole implements Role {
     await this.reconciler?.stop();
     const workers = this.workers;
     this.workers = [];
-    await Promise.all(workers.map(async (worker) => {
-      try {
-        // close() waits for active sends; it has no timeout of its own and can hang (bullmq #2237, #4656).
-        await withDeadline(worker.close(), Math.max(1000, this.config.shutdown_timeout - 1000), 'deliver worker close');
-      } catch (err) {
-        this.logger.warn({ err: (err as Error).message }, 'forcing deliver worker close; unfinished jobs return via stall detection and ledger lock expiry');
-        await worker.close(true).catch(() => undefined);
-      }
-    }));
+    await Promise.all(
+      workers.map(async (worker) => {
+        try {
+          // close() waits for active sends; it has no timeout of its own and can hang (bullmq #2237, #4656).
+          await withDeadline(worker.close(), Math.max(1000, this.config.shutdown_timeout - 1000), 'deliver worker close');
+        } catch (err) {
+          this.logger.warn({ err: (err as Error).message }, 'forcing deliver worker close; unfinished jobs return via stall detection and ledger lock expiry');
+          await worker.close(true).catch(() => undefined);
+        }
+      }),
+    );
     for (const channel of this.channels) await channel.close?.();
     this.channels = [];
   }

@@ -29,9 +29,18 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
     try {
       return await processDelivery(job, token);
     } catch (err) {
-      if (err instanceof RetryableDeliveryError || err instanceof UnrecoverableError || err instanceof DelayedError || (err as Error).message === Worker.RateLimitError().message) throw err;
+      if (
+        err instanceof RetryableDeliveryError ||
+        err instanceof UnrecoverableError ||
+        err instanceof DelayedError ||
+        (err as Error).message === Worker.RateLimitError().message
+      )
+        throw err;
       const delayMs = retryDelayMs(Math.min(job.attemptsStarted ?? 1, 8), deps.retryBaseMs, deps.retryMaxMs);
-      deps.logger.warn({ event_id: job.data.sourceEventId, job_id: job.id, err: (err as Error).message?.slice(0, 300), retry_in_ms: delayMs }, 'infrastructure error during delivery; the job waits without spending an attempt');
+      deps.logger.warn(
+        { event_id: job.data.sourceEventId, job_id: job.id, err: (err as Error).message?.slice(0, 300), retry_in_ms: delayMs },
+        'infrastructure error during delivery; the job waits without spending an attempt',
+      );
       await job.moveToDelayed(Date.now() + delayMs, token);
       throw new DelayedError();
     }

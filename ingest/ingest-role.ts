@@ -17,7 +17,6 @@ import { channelRoutes } from '../src/channels/routing.ts';
 import { enqueueDeliveries, type DeliverQueues } from '../queues/deliver-queue.ts';
 import type { NoticeMetrics } from '../src/observability/metrics.ts';
 
-
 /** Ingest: one poller per enabled outbox source and one consumer per enabled MQ subscription, all writing the ledger and the deliver queue. */
 export class IngestRole implements Role {
   readonly name = 'ingest';
@@ -36,7 +35,17 @@ export class IngestRole implements Role {
     const owner = newWorkerId('ingest');
     const routes = channelRoutes(config);
     const recorderFor = (maxRetryCount: number) =>
-      new FactRecorder(ledger, (items) => enqueueDeliveries(queues, items.map((i) => ({ ...i, maxRetryCount }))), routes, logger, metrics);
+      new FactRecorder(
+        ledger,
+        (items) =>
+          enqueueDeliveries(
+            queues,
+            items.map((i) => ({ ...i, maxRetryCount })),
+          ),
+        routes,
+        logger,
+        metrics,
+      );
 
     // An owner outbox on another server is read through a pool of its own (its read-only user); cursors, gaps and
     // the ledger stay in notice-service's database.
@@ -49,14 +58,25 @@ export class IngestRole implements Role {
     // Each poller's backpressure counts only its own kinds' queues: a wallet backlog must not hold back kicks.
     this.pollers = outboxNoticeModules(config)
       .filter((m) => m.worker.enabled)
-      .flatMap((m) => m.shards.map((shard) => {
-        const source = { ...m.source, database: shard.database };
-        return new OutboxPoller({
-          source, name: shard.name === null ? m.source.sourceName : `${m.source.sourceName}:${shard.name}`, config: m.worker,
-          reader: new OutboxReader(poolFor(shard.mysqlUrl), source), cursors, gapWatch, recorder: recorderFor(m.worker.max_retry_count), owner,
-          logger: shard.name === null ? logger : logger.child({ shard: shard.name }), metrics, queueDepth: () => queues.queuedJobsByGroup(m.noticeKinds), appGroupOf: (app) => queues.appGroupOf(app),
-        });
-      }));
+      .flatMap((m) =>
+        m.shards.map((shard) => {
+          const source = { ...m.source, database: shard.database };
+          return new OutboxPoller({
+            source,
+            name: shard.name === null ? m.source.sourceName : `${m.source.sourceName}:${shard.name}`,
+            config: m.worker,
+            reader: new OutboxReader(poolFor(shard.mysqlUrl), source),
+            cursors,
+            gapWatch,
+            recorder: recorderFor(m.worker.max_retry_count),
+            owner,
+            logger: shard.name === null ? logger : logger.child({ shard: shard.name }),
+            metrics,
+            queueDepth: () => queues.queuedJobsByGroup(m.noticeKinds),
+            appGroupOf: (app) => queues.appGroupOf(app),
+          });
+        }),
+      );
 
     const mq = config.rocketmq;
     const rejects = new RejectStore(pool);
@@ -65,14 +85,28 @@ export class IngestRole implements Role {
       .map((m) => {
         const sub = m.subscription;
         if (sub.invisible_duration < PROXY_MIN_INVISIBLE_MS || sub.await_duration > PROXY_MAX_AWAIT_MS) {
-          logger.warn({ key: m.configKey, invisible_duration_ms: sub.invisible_duration, await_duration_ms: sub.await_duration }, 'a real RocketMQ proxy rejects invisible_duration < 10s and caps await_duration at 20s');
+          logger.warn(
+            { key: m.configKey, invisible_duration_ms: sub.invisible_duration, await_duration_ms: sub.await_duration },
+            'a real RocketMQ proxy rejects invisible_duration < 10s and caps await_duration at 20s',
+          );
         }
         return new MqConsumerLoop({
           sourceName: m.sourceName,
           // The RocketMQ client (and its gRPC stack) loads only in processes that consume MQ.
           createReceiver: async () =>
             new (await import('../src/rocketmq/receiver.ts')).RocketMqReceiver(
-              { endpoints: mq.endpoints, namespace: mq.namespace, accessKey: mq.access_key, secretKey: mq.secret_key, ssl: mq.ssl, requestTimeoutMs: mq.request_timeout, startupTimeoutMs: mq.startup_timeout, topic: sub.topic, consumerGroup: sub.consumer_group, awaitDurationMs: sub.await_duration },
+              {
+                endpoints: mq.endpoints,
+                namespace: mq.namespace,
+                accessKey: mq.access_key,
+                secretKey: mq.secret_key,
+                ssl: mq.ssl,
+                requestTimeoutMs: mq.request_timeout,
+                startupTimeoutMs: mq.startup_timeout,
+                topic: sub.topic,
+                consumerGroup: sub.consumer_group,
+                awaitDurationMs: sub.await_duration,
+              },
               logger,
             ),
           parse: m.parse,

@@ -119,11 +119,15 @@ export class DeliverQueues {
   /** Jobs not yet taken by a worker in the queues these kinds go to, per app group ('' = the default group). */
   async queuedJobsByGroup(kinds: readonly string[]): Promise<Map<string, number>> {
     const byGroup = new Map<string, number>();
-    await Promise.all([...this.channels.values()].flatMap((c) => [['', c.fallback] as const, ...c.byApp].map(async ([group, g]) => {
-      const queues = [...new Set(kinds.map((kind) => g.byKind.get(kind) ?? g.shared))];
-      const counts = await Promise.all(queues.map((q) => queuedJobs(q)));
-      byGroup.set(group, (byGroup.get(group) ?? 0) + counts.reduce((a, b) => a + b, 0));
-    })));
+    await Promise.all(
+      [...this.channels.values()].flatMap((c) =>
+        [['', c.fallback] as const, ...c.byApp].map(async ([group, g]) => {
+          const queues = [...new Set(kinds.map((kind) => g.byKind.get(kind) ?? g.shared))];
+          const counts = await Promise.all(queues.map((q) => queuedJobs(q)));
+          byGroup.set(group, (byGroup.get(group) ?? 0) + counts.reduce((a, b) => a + b, 0));
+        }),
+      ),
+    );
     return byGroup;
   }
 
@@ -152,10 +156,7 @@ export interface DeliverJobData extends LedgerKey {
  * Hashed because event ids contain `:` (BullMQ's key separator) and may be long.
  */
 export function deliverJobId(key: LedgerKey): string {
-  const digest = createHash('sha256')
-    .update(`${key.sourceName}\u0000${key.appCode}\u0000${key.sourceEventId}\u0000${key.channel}`)
-    .digest('hex')
-    .slice(0, 40);
+  const digest = createHash('sha256').update(`${key.sourceName}\u0000${key.appCode}\u0000${key.sourceEventId}\u0000${key.channel}`).digest('hex').slice(0, 40);
   return `${key.sourceName}-${digest}`;
 }
 
@@ -214,7 +215,13 @@ export async function addToQueue(queue: Queue<DeliverJobData>, items: readonly E
       chunk.map((item) => ({
         name: item.eventType,
         // Pick the key fields explicitly: callers may pass whole ledger rows, whose payload must not reach Redis.
-        data: { sourceName: item.key.sourceName, appCode: item.key.appCode, sourceEventId: item.key.sourceEventId, channel: item.key.channel, eventType: item.eventType },
+        data: {
+          sourceName: item.key.sourceName,
+          appCode: item.key.appCode,
+          sourceEventId: item.key.sourceEventId,
+          channel: item.key.channel,
+          eventType: item.eventType,
+        },
         opts: deliverJobOptions(item.key, item.maxRetryCount),
       })),
     );

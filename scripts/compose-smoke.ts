@@ -103,7 +103,15 @@ async function main(): Promise<void> {
     const mysqlEnv = envOf('mysql');
     const rootUrl = new URL(MYSQL_ROOT);
     const init = spawnSync('bash', ['docker/mysql-init/01-databases.sh'], {
-      env: { ...process.env, ...mysqlEnv, MYSQL_ROOT_PASSWORD: decodeURIComponent(rootUrl.password), NOTICE_DB_PREFIX: id, NOTICE_DB_USER: user, MYSQL_CLIENT: 'mariadb', MYSQL_CLIENT_ARGS: `--protocol=tcp -h${rootUrl.hostname} -P${rootUrl.port || 3306}` },
+      env: {
+        ...process.env,
+        ...mysqlEnv,
+        MYSQL_ROOT_PASSWORD: decodeURIComponent(rootUrl.password),
+        NOTICE_DB_PREFIX: id,
+        NOTICE_DB_USER: user,
+        MYSQL_CLIENT: 'mariadb',
+        MYSQL_CLIENT_ARGS: `--protocol=tcp -h${rootUrl.hostname} -P${rootUrl.port || 3306}`,
+      },
       encoding: 'utf8',
     });
     if (init.status !== 0) throw new Error(`docker/mysql-init/01-databases.sh failed: ${init.stderr || init.stdout}`);
@@ -146,7 +154,8 @@ async function main(): Promise<void> {
       const test = services[name]!.healthcheck?.test?.join(' ') ?? '';
       const probed = /127\.0\.0\.1:(\d+)\//.exec(test)?.[1];
       const expected = name === 'fake-im' ? services['fake-im']!.command![fakeImPortAt] : String(dockerConfig.health.http_port);
-      if (!services[name]!.healthcheck?.disable && probed !== expected) throw new Error(`${name}: healthcheck probes port ${probed}, the service listens on ${expected}`);
+      if (!services[name]!.healthcheck?.disable && probed !== expected)
+        throw new Error(`${name}: healthcheck probes port ${probed}, the service listens on ${expected}`);
     }
 
     const deadline = Date.now() + DEADLINE_MS;
@@ -159,7 +168,12 @@ async function main(): Promise<void> {
           const code = await done.proc.exited;
           if (code !== 0) throw new Error(`${dep} exited with ${code}:\n${done.proc.output().slice(-2000)}`);
         } else if (condition === 'service_healthy') {
-          await waitUntil(`${dep} healthy`, async () => (await fetch(healthUrl(dep))).status, (s) => s === 200, deadline);
+          await waitUntil(
+            `${dep} healthy`,
+            async () => (await fetch(healthUrl(dep))).status,
+            (s) => s === 200,
+            deadline,
+          );
         }
       }
       const env = { ...envOf(name), NOTICE_CONFIG: configPath(name) };
@@ -169,19 +183,44 @@ async function main(): Promise<void> {
     }
 
     // RocketMQ is down: wallet, VIP and room (outbox) notices must flow anyway.
-    const messages = async () => ((await (await fetch(`http://127.0.0.1:${fakeImPort}/_fake/messages`)).json()) as { messages: Array<{ ext: string; duplicate: boolean }> }).messages;
+    const messages = async () =>
+      ((await (await fetch(`http://127.0.0.1:${fakeImPort}/_fake/messages`)).json()) as { messages: Array<{ ext: string; duplicate: boolean }> }).messages;
     const byKind = (list: Array<{ ext: string }>) => list.reduce<Record<string, number>>((acc, m) => ({ ...acc, [m.ext]: (acc[m.ext] ?? 0) + 1 }), {});
-    const first = await waitUntil('wallet, VIP, room and activity notices with RocketMQ down', async () => byKind(await messages()),
-      (k) => (k.wallet_notice ?? 0) > 0 && (k.vip_notice ?? 0) > 0 && (k.room_notice ?? 0) > 0 && (k.activity_notice ?? 0) > 0, deadline);
+    const first = await waitUntil(
+      'wallet, VIP, room and activity notices with RocketMQ down',
+      async () => byKind(await messages()),
+      (k) => (k.wallet_notice ?? 0) > 0 && (k.vip_notice ?? 0) > 0 && (k.room_notice ?? 0) > 0 && (k.activity_notice ?? 0) > 0,
+      deadline,
+    );
     // Activity and VIP notices are phone pushes too (configs/docker.yaml routes them to tencent_push).
-    await waitUntil('phone pushes for activity notices', async () => ((await (await fetch(`http://127.0.0.1:${fakeImPort}/_fake/pushes`)).json()) as { stats: { accounts: number } }).stats.accounts, (n) => n > 0, deadline);
+    await waitUntil(
+      'phone pushes for activity notices',
+      async () => ((await (await fetch(`http://127.0.0.1:${fakeImPort}/_fake/pushes`)).json()) as { stats: { accounts: number } }).stats.accounts,
+      (n) => n > 0,
+      deadline,
+    );
     log(`with RocketMQ down, fake-im received ${JSON.stringify(first)}`);
-    await waitUntil('the dashboard', async () => (await fetch(`http://127.0.0.1:${ports.get('dashboard')!.dashboard}/admin/notices`, { headers: { authorization: `Basic ${Buffer.from(`admin:${shellEnv.DASHBOARD_PASSWORD}`).toString('base64')}` } })).status, (s) => s === 200, deadline);
+    await waitUntil(
+      'the dashboard',
+      async () =>
+        (
+          await fetch(`http://127.0.0.1:${ports.get('dashboard')!.dashboard}/admin/notices`, {
+            headers: { authorization: `Basic ${Buffer.from(`admin:${shellEnv.DASHBOARD_PASSWORD}`).toString('base64')}` },
+          })
+        ).status,
+      (s) => s === 200,
+      deadline,
+    );
 
     // RocketMQ comes up: the demo's publisher connects and ingest's consumer acks its kicks.
     await mq.start(mqPort);
     log(`RocketMQ proxy fake up on ${mqPort}`);
-    await waitUntil('kicks through the MQ entry', async () => mq.acked.length, (n) => n > 0, Date.now() + 60_000);
+    await waitUntil(
+      'kicks through the MQ entry',
+      async () => mq.acked.length,
+      (n) => n > 0,
+      Date.now() + 60_000,
+    );
     const all = await messages();
     if (all.some((m) => m.duplicate)) log(`note: ${all.filter((m) => m.duplicate).length} resends filtered by fake-im's dedup`);
     log(`passed: ${mq.acked.length} MQ messages acked; fake-im received ${JSON.stringify(byKind(all))}`);
@@ -200,7 +239,10 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(() => process.exit(0), (err: Error) => {
-  log(`FAILED: ${err.message}`);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (err: Error) => {
+    log(`FAILED: ${err.message}`);
+    process.exit(1);
+  },
+);

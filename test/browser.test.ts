@@ -24,17 +24,31 @@ afterEach(async () => {
 
 describe('dashboard in a real browser', () => {
   it('an operator logs in, sees the queue and a failed event, requeues it, and it is delivered', async () => {
-    env = await createTestEnv({ dashboard: { port: 0, auth: { username: 'ops', password: 'browser-test-pass' }, environment: { label: 'staging', color: '#c05621' } } });
+    env = await createTestEnv({
+      dashboard: { port: 0, auth: { username: 'ops', password: 'browser-test-pass' }, environment: { label: 'staging', color: '#c05621' } },
+    });
     env.fakeIm.setFaults({ not_imported: ['10002'] });
     await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(1), balanceChanged(2), balanceChanged(3)]);
     proc = await startPipeline(env.config, ['ingest', 'deliver', 'dashboard']);
-    await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 2 && c.failed === 1);
+    await waitFor(
+      () => ledgerStatusCounts(env!.notice),
+      (c) => c.delivered === 2 && c.failed === 1,
+    );
     const base = `http://127.0.0.1:${proc.dashboard!.port}/admin`;
     mkdirSync(SCREENSHOT_DIR, { recursive: true });
 
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     // Without credentials the browser gets the 401 and nothing else.
     const anonymous = await browser.newPage();
@@ -68,7 +82,12 @@ describe('dashboard in a real browser', () => {
     await row.locator('input[type=checkbox]').check();
     await page.locator('#requeue').click();
     await page.getByRole('status').filter({ hasText: 'requeued 1' }).waitFor({ timeout: 10_000 });
-    await waitFor(async () => env!.fakeIm.delivered().filter((m) => m.toAccount === '10002').length, (n) => n === 1, 15_000, 'delivery after requeue');
+    await waitFor(
+      async () => env!.fakeIm.delivered().filter((m) => m.toAccount === '10002').length,
+      (n) => n === 1,
+      15_000,
+      'delivery after requeue',
+    );
     await page.reload();
     await page.locator('#total').filter({ hasText: '(0)' }).waitFor();
     await glance.locator('.tile').filter({ hasText: 'delivered · tencent_im_c2c (1h)' }).filter({ hasText: /^3/ }).waitFor({ timeout: 10_000 });
@@ -80,7 +99,7 @@ describe('dashboard in a real browser', () => {
     await timeline.waitFor({ timeout: 10_000 });
     const steps = await timeline.locator('li').allTextContents();
     expect(steps.map((s) => s.split('  ')[1]?.split(' ')[0])).toEqual(['recorded', 'failed', 'requeued', 'delivered']);
-    expect(steps[1]).toMatch(/failed by \S+  90012: To_Account does not exist/);
+    expect(steps[1]).toMatch(/failed by \S+ {2}90012: To_Account does not exist/);
     expect(steps[2]).toMatch(/requeued by ops$/);
     // The payload is not in the answer until asked for, one event at a time.
     await timeline.locator('xpath=..').getByRole('button', { name: 'show payload' }).click();
@@ -90,7 +109,14 @@ describe('dashboard in a real browser', () => {
     await expect(page.locator('#audit tbody tr').first().textContent()).resolves.toMatch(/opsdashboardrequeue_failed11/);
     // An id carrying a right-to-left override is shown with the override named, not obeyed.
     const { AuditLog } = await import('../src/ops/audit-log.ts');
-    await new AuditLog(env.notice).record({ actor: 'ops', via: 'cli', action: 'requeue_failed', matched: 1, affected: 0, detail: { event_ids: ['evil\u202Etxt.exe'] } });
+    await new AuditLog(env.notice).record({
+      actor: 'ops',
+      via: 'cli',
+      action: 'requeue_failed',
+      matched: 1,
+      affected: 0,
+      detail: { event_ids: ['evil\u202Etxt.exe'] },
+    });
     await page.reload();
     await expect(page.locator('#audit tbody tr').first().textContent()).resolves.toContain('evil[U+202E]txt.exe');
     expect(await glance.locator('.tile').filter({ hasText: 'failed · tencent_im_c2c (1h)' }).count()).toBe(0);
@@ -98,11 +124,16 @@ describe('dashboard in a real browser', () => {
     expect((await ledgerStatusCounts(env.notice)).delivered).toBe(3);
   });
 
-  it('a foreign page can neither write with the operator\'s credentials nor frame the dashboard; no request leaves the origin', async () => {
-    env = await createTestEnv({ dashboard: { port: 0, auth: { username: 'ops', password: 'browser-test-pass' }, environment: { label: 'staging', color: '#c05621' } } });
+  it("a foreign page can neither write with the operator's credentials nor frame the dashboard; no request leaves the origin", async () => {
+    env = await createTestEnv({
+      dashboard: { port: 0, auth: { username: 'ops', password: 'browser-test-pass' }, environment: { label: 'staging', color: '#c05621' } },
+    });
     await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(1)]);
     proc = await startPipeline(env.config, ['ingest', 'deliver', 'dashboard']);
-    await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 1);
+    await waitFor(
+      () => ledgerStatusCounts(env!.notice),
+      (c) => c.delivered === 1,
+    );
     const base = `http://127.0.0.1:${proc.dashboard!.port}/admin`;
     // The attacker's origin: another port is another origin (and localhost another site than 127.0.0.1).
     const evil = http.createServer((req, res) => {
@@ -113,20 +144,41 @@ describe('dashboard in a real browser', () => {
     });
     await new Promise<void>((resolve) => evil.listen(0, 'localhost', () => resolve()));
     try {
-      browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+      browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: [
+          '--headless',
+          '--no-sandbox',
+          '--disable-gpu',
+          '--disable-quic',
+          '--no-first-run',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+        ],
+      });
       const context = await browser.newContext({ httpCredentials: { username: 'ops', password: 'browser-test-pass' } });
       const page = await context.newPage();
       const thirdParty: string[] = [];
-      page.on('request', (r) => { if (!r.url().startsWith('http://127.0.0.1') && !r.url().startsWith('http://localhost') && !r.url().startsWith('data:')) thirdParty.push(r.url()); });
+      page.on('request', (r) => {
+        if (!r.url().startsWith('http://127.0.0.1') && !r.url().startsWith('http://localhost') && !r.url().startsWith('data:')) thirdParty.push(r.url());
+      });
       // The operator is logged in (credentials cached for the dashboard origin) and the board renders under its CSP.
       await page.goto(`${base}/queues`);
       await page.getByText('deliver-tencent-im-c2c').first().waitFor({ timeout: 15_000 });
       const before = await jobCounts(proc);
       const attack = await context.newPage();
       const responses: number[] = [];
-      attack.on('response', (r) => { if (r.url().endsWith('/add')) responses.push(r.status()); });
+      attack.on('response', (r) => {
+        if (r.url().endsWith('/add')) responses.push(r.status());
+      });
       await attack.goto(`http://localhost:${(evil.address() as AddressInfo).port}/`);
-      await waitFor(async () => responses.length, (n) => n >= 1, 10_000, 'the forged requests answered');
+      await waitFor(
+        async () => responses.length,
+        (n) => n >= 1,
+        10_000,
+        'the forged requests answered',
+      );
       await attack.waitForTimeout(500);
       expect(responses.every((status) => status === 403)).toBe(true);
       expect(await jobCounts(proc)).toBe(before);
@@ -137,7 +189,13 @@ describe('dashboard in a real browser', () => {
       const frame = framer.frames().find((f) => f !== framer.mainFrame());
       expect(frame).toBeDefined();
       expect(await frame!.locator('header').count()).toBe(0);
-      expect(await framer.frameLocator('#f').locator('body').textContent().catch(() => '')).not.toContain('notice-service');
+      expect(
+        await framer
+          .frameLocator('#f')
+          .locator('body')
+          .textContent()
+          .catch(() => ''),
+      ).not.toContain('notice-service');
       expect(thirdParty).toEqual([]);
     } finally {
       await new Promise((r) => evil.close(r));

@@ -72,9 +72,24 @@ surprise: 1`,
     const config = parseConfigText(minimal, 't', {});
     expect(config.deliver.priority).toEqual({ room_notice: 60_000, vip_notice: 20_000, activity_notice: 20_000, wallet_notice: 0 });
     expect(config.deliver.skip_superseded).toEqual({ WalletBalanceChanged: true });
-    expect(parseConfigText(`${minimal}\ndeliver: { skip_superseded: { RoomUserKicked: false }, priority: { room_notice: 5s } }`, 't', {}).deliver)
-      .toMatchObject({ skip_superseded: { WalletBalanceChanged: true, RoomUserKicked: false }, priority: { room_notice: 5000 } });
-    expect(problemsOf(`${minimal}\ndeliver: { skip_superseded: { VipActivated: true } }`).join('\n')).toMatch(/deliver\.skip_superseded\.VipActivated.*carry no version/);
+    expect(
+      parseConfigText(`${minimal}\ndeliver: { skip_superseded: { RoomUserKicked: false }, priority: { room_notice: 5s } }`, 't', {}).deliver,
+    ).toMatchObject({ skip_superseded: { WalletBalanceChanged: true, RoomUserKicked: false }, priority: { room_notice: 5000 } });
+    expect(problemsOf(`${minimal}\ndeliver: { skip_superseded: { VipActivated: true } }`).join('\n')).toMatch(
+      /deliver\.skip_superseded\.VipActivated.*carry no version/,
+    );
     expect(problemsOf(`${minimal}\ndeliver: { priority: { "Room Notice": 1s } }`).join('\n')).toMatch(/deliver\.priority/);
+  });
+});
+
+describe('configuration reference', () => {
+  it('docs/config-reference.md is what the schema generates (npm run docs:config)', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { configReference } = await import('../src/config/reference.ts');
+    const { CHANNEL_MODULES } = await import('../src/channels/registry.ts');
+    const { SOURCE_MODULES } = await import('../src/notices/registry.ts');
+    const committed = readFileSync(new URL('../docs/config-reference.md', import.meta.url), 'utf8');
+    expect(committed, 'stale: run npm run docs:config').toBe(configReference({ channels: CHANNEL_MODULES, sources: SOURCE_MODULES }));
+    expect(committed).toMatch(/\| `tencent_push.batch_linger` \| duration .* \| `20ms` \|/);
   });
 });

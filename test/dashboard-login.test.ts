@@ -20,12 +20,16 @@ let device = '';
 const basic = (credentials: string) => ({ authorization: `Basic ${Buffer.from(credentials).toString('base64')}` });
 
 beforeAll(async () => {
-  env = await createTestEnv({ dashboard: { port: 0, auth: { username: 'ops', password: PASSWORD, max_failed_logins: 5 }, environment: { label: 'test', color: '#b00020' } } });
+  env = await createTestEnv({
+    dashboard: { port: 0, auth: { username: 'ops', password: PASSWORD, max_failed_logins: 5 }, environment: { label: 'test', color: '#b00020' } },
+  });
   redis = createRedis(env.config.redis.url, 'producer');
   queues = createDeliverQueues(redis, env.config.redis.prefix, channelQueueSpecs(env.config));
   const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(line) });
   const app = createDashboardApp(env.config, env.notice, queues, logger);
-  server = await new Promise<Server>((resolve) => { const s = app.listen(0, '127.0.0.1', () => resolve(s)); });
+  server = await new Promise<Server>((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/admin`;
 });
 

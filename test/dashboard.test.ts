@@ -18,11 +18,21 @@ const PASSWORD = 'correct-horse-battery';
 const auth = (user = 'ops', pass = PASSWORD) => ({ authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}` });
 
 async function setup(dashboard: Record<string, unknown> = {}) {
-  env = await createTestEnv({ dashboard: { port: 0, auth: { username: 'ops', password: PASSWORD, max_failed_logins: 1000 }, environment: { label: 'test', color: '#b00020' }, ...dashboard } });
+  env = await createTestEnv({
+    dashboard: {
+      port: 0,
+      auth: { username: 'ops', password: PASSWORD, max_failed_logins: 1000 },
+      environment: { label: 'test', color: '#b00020' },
+      ...dashboard,
+    },
+  });
   env.fakeIm.setFaults({ not_imported: ['10002'] });
   await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(1), balanceChanged(2)]);
   proc = await startPipeline(env.config, ['ingest', 'deliver', 'dashboard']);
-  await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 1 && c.failed === 1);
+  await waitFor(
+    () => ledgerStatusCounts(env!.notice),
+    (c) => c.delivered === 1 && c.failed === 1,
+  );
   const base = `http://127.0.0.1:${proc.dashboard!.port}/admin`;
   return { base };
 }
@@ -31,10 +41,21 @@ describe('dashboard', () => {
   it('refuses missing or wrong credentials on every route, pages and APIs alike', async () => {
     const { base } = await setup();
     const routes: Array<[string, string]> = [
-      ['GET', '/'], ['GET', '/admin'], ['GET', '/admin/queues'], ['GET', '/admin/queues/api/queues'], ['GET', '/admin/notices'],
-      ['GET', '/admin/api/notices?event_id=x'], ['GET', '/admin/api/notices/failed'], ['POST', '/admin/api/notices/requeue'],
-      ['GET', '/admin/api/notices/summary'], ['GET', '/admin/api/notices/audit'], ['GET', '/admin/api/rejects'], ['GET', '/admin/api/rejects/1'], ['POST', '/admin/api/rejects/requeue'],
-      ['PUT', '/admin/queues/api/queues/deliver-tencent-im-c2c-wallet_notice/retry/failed'], ['GET', '/admin/queues/static/nothing.js'],
+      ['GET', '/'],
+      ['GET', '/admin'],
+      ['GET', '/admin/queues'],
+      ['GET', '/admin/queues/api/queues'],
+      ['GET', '/admin/notices'],
+      ['GET', '/admin/api/notices?event_id=x'],
+      ['GET', '/admin/api/notices/failed'],
+      ['POST', '/admin/api/notices/requeue'],
+      ['GET', '/admin/api/notices/summary'],
+      ['GET', '/admin/api/notices/audit'],
+      ['GET', '/admin/api/rejects'],
+      ['GET', '/admin/api/rejects/1'],
+      ['POST', '/admin/api/rejects/requeue'],
+      ['PUT', '/admin/queues/api/queues/deliver-tencent-im-c2c-wallet_notice/retry/failed'],
+      ['GET', '/admin/queues/static/nothing.js'],
     ];
     const origin = base.replace('/admin', '');
     for (const [method, path] of routes) {
@@ -50,7 +71,9 @@ describe('dashboard', () => {
 
   it('finds events by event_id and user_id, lists failed rows with their error, requeues one', async () => {
     const { base } = await setup();
-    const byEvent = await (await fetch(`${base}/api/notices?event_id=${encodeURIComponent('tx_1:WalletBalanceChanged:10001:COIN')}`, { headers: auth() })).json();
+    const byEvent = await (
+      await fetch(`${base}/api/notices?event_id=${encodeURIComponent('tx_1:WalletBalanceChanged:10001:COIN')}`, { headers: auth() })
+    ).json();
     expect(byEvent.rows).toHaveLength(1);
     expect(byEvent.rows[0]).toMatchObject({ status: 'delivered', user_id: '10001', notice_kind: 'wallet_notice' });
     const byUser = await (await fetch(`${base}/api/notices?user_id=10002`, { headers: auth() })).json();
@@ -64,22 +87,54 @@ describe('dashboard', () => {
       expect(answer.rows[0].payload_bytes).toBeGreaterThan(50);
     }
     const one = failed.rows[0];
-    const payload = await (await fetch(`${base}/api/notices/payload?${new URLSearchParams({ source_name: one.source_name, app_code: one.app_code, source_event_id: one.source_event_id, channel: one.channel })}`, { headers: auth() })).json();
+    const payload = await (
+      await fetch(
+        `${base}/api/notices/payload?${new URLSearchParams({ source_name: one.source_name, app_code: one.app_code, source_event_id: one.source_event_id, channel: one.channel })}`,
+        { headers: auth() },
+      )
+    ).json();
     expect(JSON.parse(payload.payload)).toMatchObject({ available_after: expect.any(Number) });
     expect((await fetch(`${base}/api/notices/payload?source_name=x`, { headers: auth() })).status).toBe(400);
 
     // A form post (not JSON) is refused: the CSRF guard.
-    const form = await fetch(`${base}/api/notices/requeue`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/x-www-form-urlencoded' }, body: 'keys=x' });
+    const form = await fetch(`${base}/api/notices/requeue`, {
+      method: 'POST',
+      headers: { ...auth(), 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'keys=x',
+    });
     expect(form.status).toBe(415);
 
     env!.fakeIm.setFaults({});
     const row = failed.rows[0];
-    const res = await fetch(`${base}/api/notices/requeue`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: JSON.stringify({ keys: [{ source_name: row.source_name, app_code: row.app_code, source_event_id: row.source_event_id, channel: row.channel }, { source_name: 'wallet_outbox', app_code: 'lalu', source_event_id: 'nope', channel: 'tencent_im_c2c' }] }) });
+    const res = await fetch(`${base}/api/notices/requeue`, {
+      method: 'POST',
+      headers: { ...auth(), 'content-type': 'application/json' },
+      body: JSON.stringify({
+        keys: [
+          { source_name: row.source_name, app_code: row.app_code, source_event_id: row.source_event_id, channel: row.channel },
+          { source_name: 'wallet_outbox', app_code: 'lalu', source_event_id: 'nope', channel: 'tencent_im_c2c' },
+        ],
+      }),
+    });
     expect(await res.json()).toEqual({ requeued: [row.source_event_id], skipped: [{ source_event_id: 'nope', reason: 'no such ledger row' }] });
-    await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 2, 10_000, 'requeued event delivered');
+    await waitFor(
+      () => ledgerStatusCounts(env!.notice),
+      (c) => c.delivered === 2,
+      10_000,
+      'requeued event delivered',
+    );
     // The audit log says who did it, from where, and what it touched.
     const audit = await (await fetch(`${base}/api/notices/audit`, { headers: auth() })).json();
-    expect(audit.actions).toEqual([expect.objectContaining({ actor: 'ops', via: 'dashboard', action: 'requeue_failed', matched: 2, affected: 1, detail: expect.objectContaining({ event_ids: [row.source_event_id, 'nope'], skipped: 1, state: 'done' }) })]);
+    expect(audit.actions).toEqual([
+      expect.objectContaining({
+        actor: 'ops',
+        via: 'dashboard',
+        action: 'requeue_failed',
+        matched: 2,
+        affected: 1,
+        detail: expect.objectContaining({ event_ids: [row.source_event_id, 'nope'], skipped: 1, state: 'done' }),
+      }),
+    ]);
     expect(env!.fakeIm.delivered().filter((m) => m.toAccount === '10002')).toHaveLength(1);
   });
 
@@ -89,15 +144,29 @@ describe('dashboard', () => {
     expect(retry.status).toBe(405);
     const clean = await fetch(`${base}/queues/api/queues/deliver-tencent-im-c2c-wallet_notice/clean/failed`, { method: 'PUT', headers: auth() });
     expect(clean.status).toBe(405);
-    const requeue = await fetch(`${base}/api/notices/requeue`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: JSON.stringify({ keys: [] }) });
+    const requeue = await fetch(`${base}/api/notices/requeue`, {
+      method: 'POST',
+      headers: { ...auth(), 'content-type': 'application/json' },
+      body: JSON.stringify({ keys: [] }),
+    });
     expect(requeue.status).toBe(405);
     const queues = await (await fetch(`${base}/queues/api/queues`, { headers: auth() })).json();
     // C2C: one queue per prioritised kind, most urgent first, and the shared one; then the inbox's and push's (every
     // registered channel, so a disabled channel's leftover jobs stay visible); all read-only.
-    expect(queues.queues.map((q: { name: string }) => q.name)).toEqual(['deliver-tencent-im-c2c-room_notice', 'deliver-tencent-im-c2c-vip_notice', 'deliver-tencent-im-c2c-activity_notice', 'deliver-tencent-im-c2c-wallet_notice', 'deliver-tencent-im-c2c', 'deliver-inbox', 'deliver-tencent-push']);
+    expect(queues.queues.map((q: { name: string }) => q.name)).toEqual([
+      'deliver-tencent-im-c2c-room_notice',
+      'deliver-tencent-im-c2c-vip_notice',
+      'deliver-tencent-im-c2c-activity_notice',
+      'deliver-tencent-im-c2c-wallet_notice',
+      'deliver-tencent-im-c2c',
+      'deliver-inbox',
+      'deliver-tencent-push',
+    ]);
     expect(queues.queues.every((q: { readOnlyMode: boolean }) => q.readOnlyMode)).toBe(true);
     // Job data shown is the ledger key, nothing else.
-    const failedJobs = await (await fetch(`${base}/queues/api/queues?activeQueue=deliver-tencent-im-c2c-wallet_notice&status=failed&page=1`, { headers: auth() })).json();
+    const failedJobs = await (
+      await fetch(`${base}/queues/api/queues?activeQueue=deliver-tencent-im-c2c-wallet_notice&status=failed&page=1`, { headers: auth() })
+    ).json();
     const job = failedJobs.queues.find((q: { name: string }) => q.name === 'deliver-tencent-im-c2c-wallet_notice').jobs[0];
     expect(Object.keys(job.data).sort()).toEqual(['appCode', 'channel', 'eventType', 'sourceEventId', 'sourceName']);
   });
@@ -118,17 +187,28 @@ describe('dashboard', () => {
     const real = spawnNotice(['requeue', '--status', 'failed', '--source', 'wallet_outbox', '--config', env!.configFile]);
     expect(await real.exited).toBe(0);
     expect(JSON.parse(real.output().slice(real.output().indexOf('{')))).toMatchObject({ matched: 1, requeued: 1 });
-    await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 2, 10_000, 'delivered after CLI requeue');
+    await waitFor(
+      () => ledgerStatusCounts(env!.notice),
+      (c) => c.delivered === 2,
+      10_000,
+      'delivered after CLI requeue',
+    );
     // Only the real run is an operator action; the dry run changed nothing.
     const [actions] = await env!.notice.query<any[]>('SELECT actor, via, action, matched, affected, detail FROM notice_operator_actions');
-    expect(actions).toEqual([expect.objectContaining({ actor: `${userInfo().username}@${hostname()}`, via: 'cli', action: 'requeue_failed', matched: 1, affected: 1 })]);
+    expect(actions).toEqual([
+      expect.objectContaining({ actor: `${userInfo().username}@${hostname()}`, via: 'cli', action: 'requeue_failed', matched: 1, affected: 1 }),
+    ]);
     expect(JSON.parse(actions[0].detail)).toMatchObject({ status: 'failed', source: 'wallet_outbox', skipped: 0, state: 'done' });
     const audit = spawnNotice(['audit', '--limit', '5', '--config', env!.configFile]);
     expect(await audit.exited).toBe(0);
-    expect(JSON.parse(audit.output().slice(audit.output().indexOf('[')))).toEqual([expect.objectContaining({ actor: `${userInfo().username}@${hostname()}`, via: 'cli', action: 'requeue_failed', matched: 1, affected: 1 })]);
+    expect(JSON.parse(audit.output().slice(audit.output().indexOf('[')))).toEqual([
+      expect.objectContaining({ actor: `${userInfo().username}@${hostname()}`, via: 'cli', action: 'requeue_failed', matched: 1, affected: 1 }),
+    ]);
     const timeline = spawnNotice(['inspect', 'tx_2:WalletBalanceChanged:10002:COIN', '--config', env!.configFile]);
     expect(await timeline.exited).toBe(0);
-    const steps = JSON.parse(timeline.output().slice(timeline.output().indexOf('[')))[0].timeline.map((s: { event: string; actor: string }) => `${s.event}:${s.event === 'requeued' ? s.actor : ''}`);
+    const steps = JSON.parse(timeline.output().slice(timeline.output().indexOf('[')))[0].timeline.map(
+      (s: { event: string; actor: string }) => `${s.event}:${s.event === 'requeued' ? s.actor : ''}`,
+    );
     expect(steps).toEqual(['recorded:', 'failed:', `requeued:${userInfo().username}@${hostname()}`, 'delivered:']);
 
     const bad = spawnNotice(['requeue', '--status', 'delivered', '--config', env!.configFile]);
@@ -159,14 +239,33 @@ describe('dashboard hardening (plain HTTP)', () => {
     const q = `${base}/queues/api/queues/deliver-tencent-im-c2c-wallet_notice`;
     const jobsBefore = await jobCounts(proc!);
     // What a foreign page's form or no-cors fetch sends with the browser's cached credentials.
-    const crossSite = await fetch(`${q}/add`, { method: 'POST', headers: { ...auth(), origin: 'http://evil.example', 'sec-fetch-site': 'cross-site', 'content-type': 'text/plain' }, body: '{"name":"junk","data":{}}' });
+    const crossSite = await fetch(`${q}/add`, {
+      method: 'POST',
+      headers: { ...auth(), origin: 'http://evil.example', 'sec-fetch-site': 'cross-site', 'content-type': 'text/plain' },
+      body: '{"name":"junk","data":{}}',
+    });
     expect(crossSite.status).toBe(403);
-    const crossSiteRequeue = await fetch(`${base}/api/notices/requeue`, { method: 'POST', headers: { ...auth(), origin: 'http://evil.example', 'content-type': 'application/json' }, body: '{"keys":[]}' });
+    const crossSiteRequeue = await fetch(`${base}/api/notices/requeue`, {
+      method: 'POST',
+      headers: { ...auth(), origin: 'http://evil.example', 'content-type': 'application/json' },
+      body: '{"keys":[]}',
+    });
     expect(crossSiteRequeue.status).toBe(403);
     const plainText = await fetch(`${base}/api/notices/requeue`, { method: 'POST', headers: { ...auth(), 'content-type': 'text/plain' }, body: '{"keys":[]}' });
     expect(plainText.status).toBe(415);
-    for (const [method, path] of [['POST', '/add'], ['PUT', '/obliterate'], ['PUT', '/empty'], ['PATCH', '/some-job/update-data'], ['PUT', '/concurrency'], ['PUT', '/rate-limit']] as const) {
-      const res = await fetch(q + path, { method, headers: { ...auth(), 'content-type': 'application/json', 'sec-fetch-site': 'same-origin' }, body: '{"name":"junk","data":{},"concurrency":1,"max":1,"duration":1000}' });
+    for (const [method, path] of [
+      ['POST', '/add'],
+      ['PUT', '/obliterate'],
+      ['PUT', '/empty'],
+      ['PATCH', '/some-job/update-data'],
+      ['PUT', '/concurrency'],
+      ['PUT', '/rate-limit'],
+    ] as const) {
+      const res = await fetch(q + path, {
+        method,
+        headers: { ...auth(), 'content-type': 'application/json', 'sec-fetch-site': 'same-origin' },
+        body: '{"name":"junk","data":{},"concurrency":1,"max":1,"duration":1000}',
+      });
       expect(res.status, path).toBe(403);
       expect((await res.json()).error, path).toMatch(/disabled in notice-service/);
     }

@@ -13,10 +13,12 @@ describe('retryOnDeadlock', () => {
     expect(calls).toBe(3);
 
     let other = 0;
-    await expect(retryOnDeadlock(async () => {
-      other++;
-      throw Object.assign(new Error('Unknown column'), { errno: 1054 });
-    })).rejects.toThrow('Unknown column');
+    await expect(
+      retryOnDeadlock(async () => {
+        other++;
+        throw Object.assign(new Error('Unknown column'), { errno: 1054 });
+      }),
+    ).rejects.toThrow('Unknown column');
     expect(other).toBe(1);
   });
 });

@@ -10,7 +10,8 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { INBOX_PROTO } from '../src/channels/inbox/api/inbox-service.ts';
 
-const InboxService = (grpc.loadPackageDefinition(protoLoader.loadSync(INBOX_PROTO, { keepCase: true, longs: String, enums: String, defaults: true })) as any).notice.inbox.v1.InboxService;
+const InboxService = (grpc.loadPackageDefinition(protoLoader.loadSync(INBOX_PROTO, { keepCase: true, longs: String, enums: String, defaults: true })) as any)
+  .notice.inbox.v1.InboxService;
 
 /**
  * `npm run dev` as a person (or `timeout`, or a process manager) runs it: it must show readable logs and a summary,
@@ -34,10 +35,24 @@ async function startDev() {
   mkdirSync(dir, { recursive: true });
   const config = join(dir, `${id}.yaml`);
   // configs/dev.yaml with its own databases, Redis prefix and dashboard port, so a developer's running pipeline is untouched.
-  writeFileSync(config, readFileSync('configs/dev.yaml', 'utf8')
-    .replace(/"hyapp_(wallet|room|activity)"/g, `"${id}_$1"`).replace('prefix: "{notice}"', `prefix: "{${id}}"`).replace('port: 13200', `port: ${dashboardPort}`));
+  writeFileSync(
+    config,
+    readFileSync('configs/dev.yaml', 'utf8')
+      .replace(/"hyapp_(wallet|room|activity)"/g, `"${id}_$1"`)
+      .replace('prefix: "{notice}"', `prefix: "{${id}}"`)
+      .replace('port: 13200', `port: ${dashboardPort}`),
+  );
   const child = spawn('npm', ['run', 'dev'], {
-    env: { ...process.env, NOTICE_CONFIG: config, NOTICE_MYSQL_URL: `${MYSQL_SERVER}/${id}_notice`, NOTICE_REDIS_URL: REDIS_URL, FAKE_IM_PORT: String(fakeImPort), NOTICE_HTTP_PORT: String(httpPort), NOTICE_INBOX_API_PORT: String(inboxApiPort), DEV_SUMMARY_EVERY: '1' },
+    env: {
+      ...process.env,
+      NOTICE_CONFIG: config,
+      NOTICE_MYSQL_URL: `${MYSQL_SERVER}/${id}_notice`,
+      NOTICE_REDIS_URL: REDIS_URL,
+      FAKE_IM_PORT: String(fakeImPort),
+      NOTICE_HTTP_PORT: String(httpPort),
+      NOTICE_INBOX_API_PORT: String(inboxApiPort),
+      DEV_SUMMARY_EVERY: '1',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -47,32 +62,75 @@ async function startDev() {
   return { child, output: () => out, config, fakeImPort, dashboardPort, inboxApiPort };
 }
 
-const listening = async (port: number) => fetch(`http://127.0.0.1:${port}/`).then(() => true, () => false);
+const listening = async (port: number) =>
+  fetch(`http://127.0.0.1:${port}/`).then(
+    () => true,
+    () => false,
+  );
 const processesOf = (config: string) => spawnSync('pgrep', ['-f', config], { encoding: 'utf8' }).stdout.trim().split('\n').filter(Boolean);
 
 describe('npm run dev', () => {
   it.each(['SIGTERM', 'SIGINT'] as const)('pretty-prints, summarises, and stops every child on %s to npm', async (signal) => {
     const dev = await startDev();
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${dev.fakeImPort}/_fake/stats`).then((r) => r.json(), () => ({ delivered: 0 })) as { delivered: number }).delivered, (n) => n > 0, 60_000, 'notices delivered by the dev pipeline');
-    await waitFor(async () => /\[dev\] ingested \d+ · delivered \d+ \(inbox \d+, push \d+\)/.test(dev.output()), (ok) => ok, 20_000, 'a summary line');
+    await waitFor(
+      async () =>
+        (
+          (await fetch(`http://127.0.0.1:${dev.fakeImPort}/_fake/stats`).then(
+            (r) => r.json(),
+            () => ({ delivered: 0 }),
+          )) as { delivered: number }
+        ).delivered,
+      (n) => n > 0,
+      60_000,
+      'notices delivered by the dev pipeline',
+    );
+    await waitFor(
+      async () => /\[dev\] ingested \d+ · delivered \d+ \(inbox \d+, push \d+\)/.test(dev.output()),
+      (ok) => ok,
+      20_000,
+      'a summary line',
+    );
     // The demo's activity notices become phone pushes too (configs/dev.yaml turns tencent_push on).
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${dev.fakeImPort}/_fake/pushes`).then((r) => r.json(), () => ({ stats: { accounts: 0 } })) as { stats: { accounts: number } }).stats.accounts, (n) => n > 0, 60_000, 'phone pushes from the dev pipeline');
+    await waitFor(
+      async () =>
+        (
+          (await fetch(`http://127.0.0.1:${dev.fakeImPort}/_fake/pushes`).then(
+            (r) => r.json(),
+            () => ({ stats: { accounts: 0 } }),
+          )) as { stats: { accounts: number } }
+        ).stats.accounts,
+      (n) => n > 0,
+      60_000,
+      'phone pushes from the dev pipeline',
+    );
     // Pretty lines, not JSON: "[HH:MM:ss.lll] INFO: <role> <msg> {rest}" (colours stripped).
     const plain = dev.output().replace(/\x1b\[[0-9;]*m/g, '');
     expect(plain).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: all notice-service started \{/m);
     expect(plain).not.toMatch(/^\{"level":/m);
     // The dashboard starts on its own; on a loaded machine it may come up after the first deliveries.
-    await waitFor(() => listening(dev.dashboardPort), (up) => up, 30_000, 'the dashboard listening');
+    await waitFor(
+      () => listening(dev.dashboardPort),
+      (up) => up,
+      30_000,
+      'the dashboard listening',
+    );
     expect(processesOf(dev.config).length).toBeGreaterThanOrEqual(4);
     // The inbox API answers on loopback, as the README's first-five-minutes grpcurl dials it.
     const inbox = new InboxService(`127.0.0.1:${dev.inboxApiPort}`, grpc.credentials.createInsecure());
-    const unread = await new Promise<any>((resolve, reject) => inbox.GetUnreadCount({ caller: { app_code: 'lalu', user_id: '10001' } }, (err: Error | null, res: any) => (err ? reject(err) : resolve(res))));
+    const unread = await new Promise<any>((resolve, reject) =>
+      inbox.GetUnreadCount({ caller: { app_code: 'lalu', user_id: '10001' } }, (err: Error | null, res: any) => (err ? reject(err) : resolve(res))),
+    );
     inbox.close();
     expect(unread.unread.count).toBeGreaterThanOrEqual(0);
 
     dev.child.kill(signal);
     await new Promise((resolve) => dev.child.once('exit', resolve));
-    await waitFor(async () => processesOf(dev.config).length, (n) => n === 0, 20_000, 'every child gone');
+    await waitFor(
+      async () => processesOf(dev.config).length,
+      (n) => n === 0,
+      20_000,
+      'every child gone',
+    );
     expect(await listening(dev.fakeImPort)).toBe(false);
     expect(await listening(dev.dashboardPort)).toBe(false);
   });

@@ -4,6 +4,7 @@ import { startPipeline } from './helpers/pipeline.ts';
 import type { NoticeProcess } from '../cli/run-roles.ts';
 import { ConfigError, parseConfigText } from '../src/config/load.ts';
 import { listenerSummary } from '../src/config/check.ts';
+import { configReference } from '../src/config/reference.ts';
 import { inspectEvent } from '../src/ops/cli-ops.ts';
 import { EXAMPLE_MODULES } from './examples/registry.ts';
 import { webhookModule } from './examples/channels/webhook/module.ts';
@@ -29,33 +30,75 @@ const BASE = 'mysql: { url: "mysql://root@127.0.0.1:3306/x" }\nredis: { url: "re
 
 describe('example modules', () => {
   it('config validation knows their keys (defaults, errors naming the key) and the registries alone do not', () => {
-    const config = parseConfigText(`${BASE}webhook: { enabled: true, url: "http://127.0.0.1:1/n" }\ngift_notice_worker: { enabled: true }\n`, 'c.yaml', {}, EXAMPLE_MODULES);
+    const config = parseConfigText(
+      `${BASE}webhook: { enabled: true, url: "http://127.0.0.1:1/n" }\ngift_notice_worker: { enabled: true }\n`,
+      'c.yaml',
+      {},
+      EXAMPLE_MODULES,
+    );
     expect((config as unknown as Record<string, any>).webhook).toMatchObject({ enabled: true, kinds: ['gift_notice'], request_timeout: 2000 });
     expect((config as unknown as Record<string, any>).gift_database).toBe('hyapp_gift');
-    const bad = () => parseConfigText(`${BASE}webhook: { url: "not a url", retries: 3 }\ngift_notice_worker: { poll_interval: "soon" }\n`, 'c.yaml', {}, EXAMPLE_MODULES);
+    const bad = () =>
+      parseConfigText(`${BASE}webhook: { url: "not a url", retries: 3 }\ngift_notice_worker: { poll_interval: "soon" }\n`, 'c.yaml', {}, EXAMPLE_MODULES);
     expect(bad).toThrow(ConfigError);
     expect(bad).toThrow(/webhook\.retries: unknown key/);
     expect(bad).toThrow(/webhook\.url: /);
     expect(bad).toThrow(/gift_notice_worker\.poll_interval: /);
     expect(() => parseConfigText(`${BASE}webhook: { enabled: true }\n`, 'c.yaml', {})).toThrow(/webhook: unknown key/);
-    expect(() => parseConfigText(`${BASE}channel_overrides: { GiftReceived: [webhook, fax] }\n`, 'c.yaml', {}, EXAMPLE_MODULES)).toThrow(/unknown channel "fax" \(channels: tencent_im_c2c, inbox, tencent_push, webhook\)/);
+    // The generated reference lists them under their modules.
+    const reference = configReference(EXAMPLE_MODULES);
+    expect(reference).toContain('## Channel `webhook` (Notices POSTed to a webhook (example channel))');
+    expect(reference).toMatch(/\| `webhook.request_timeout` \| duration .* \| `2s` \|/);
+    expect(reference).toContain('## Source `gift_outbox` (gift-service)');
+    expect(reference).toContain('| `gift_notice_worker.poll_interval` |');
+    expect(() => parseConfigText(`${BASE}channel_overrides: { GiftReceived: [webhook, fax] }\n`, 'c.yaml', {}, EXAMPLE_MODULES)).toThrow(
+      /unknown channel "fax" \(channels: tencent_im_c2c, inbox, tencent_push, webhook\)/,
+    );
   });
 
   it('a gift fact reaches the webhook and C2C once each; metrics, the dashboard, inspect and config check show both modules', async () => {
     receiver = new WebhookReceiver();
     const url = await receiver.start();
-    env = await createTestEnv({
-      webhook: { enabled: true, url },
-      gift_notice_worker: { enabled: true, poll_interval: '50ms' },
-      wallet_notice_worker: { enabled: false },
-      dashboard: { port: 0, auth: { enabled: false } },
-    }, { modules: EXAMPLE_MODULES });
-    const gifts = Array.from({ length: 12 }, (_, i) => [`gift_${i}`, i === 11 ? 'NotAGift' : 'GiftReceived', String(50000 + i), JSON.stringify({ gift_id: `g${i}`, sender_user_id: '1', count: 1 + i })]);
-    await env.owner.query(`INSERT INTO \`${env.id}_gift\`.gift_outbox (app_code, event_id, event_type, user_id, payload, created_at_ms) VALUES ${gifts.map(() => "('lalu', ?, ?, ?, ?, 1700000000000)").join(', ')}`, gifts.flat());
+    env = await createTestEnv(
+      {
+        webhook: { enabled: true, url },
+        gift_notice_worker: { enabled: true, poll_interval: '50ms' },
+        wallet_notice_worker: { enabled: false },
+        dashboard: { port: 0, auth: { enabled: false } },
+      },
+      { modules: EXAMPLE_MODULES },
+    );
+    const gifts = Array.from({ length: 12 }, (_, i) => [
+      `gift_${i}`,
+      i === 11 ? 'NotAGift' : 'GiftReceived',
+      String(50000 + i),
+      JSON.stringify({ gift_id: `g${i}`, sender_user_id: '1', count: 1 + i }),
+    ]);
+    await env.owner.query(
+      `INSERT INTO \`${env.id}_gift\`.gift_outbox (app_code, event_id, event_type, user_id, payload, created_at_ms) VALUES ${gifts.map(() => "('lalu', ?, ?, ?, ?, 1700000000000)").join(', ')}`,
+      gifts.flat(),
+    );
     proc = await startPipeline(env.config, ['ingest', 'deliver', 'dashboard']);
-    const statuses = async () => Object.fromEntries((await env!.notice.query<any[]>('SELECT CONCAT(source_name, ":", channel, ":", status) AS k, COUNT(*) AS n FROM notice_delivery_events GROUP BY k'))[0].map((r) => [r.k, Number(r.n)]));
-    await waitFor(statuses, (c) => (c['gift_outbox:tencent_im_c2c:failed'] ?? 0) > 0 ||  c['gift_outbox:webhook:delivered'] === 11 && c['gift_outbox:tencent_im_c2c:delivered'] === 11, 20_000, 'gift notices delivered on both channels');
-    expect((await env.notice.query<any[]>("SELECT DISTINCT CONCAT(channel, ' ', last_error_code, ' ', last_error) AS e FROM notice_delivery_events WHERE status = 'failed'"))[0]).toEqual([]);
+    const statuses = async () =>
+      Object.fromEntries(
+        (
+          await env!.notice.query<any[]>('SELECT CONCAT(source_name, ":", channel, ":", status) AS k, COUNT(*) AS n FROM notice_delivery_events GROUP BY k')
+        )[0].map((r) => [r.k, Number(r.n)]),
+      );
+    await waitFor(
+      statuses,
+      (c) =>
+        (c['gift_outbox:tencent_im_c2c:failed'] ?? 0) > 0 || (c['gift_outbox:webhook:delivered'] === 11 && c['gift_outbox:tencent_im_c2c:delivered'] === 11),
+      20_000,
+      'gift notices delivered on both channels',
+    );
+    expect(
+      (
+        await env.notice.query<any[]>(
+          "SELECT DISTINCT CONCAT(channel, ' ', last_error_code, ' ', last_error) AS e FROM notice_delivery_events WHERE status = 'failed'",
+        )
+      )[0],
+    ).toEqual([]);
     expect(receiver.received.size).toBe(11);
     expect([...receiver.received.values()].map((n) => n.notice_kind)).toEqual(Array(11).fill('gift_notice'));
     expect(env.fakeIm.messages().filter((m) => !m.duplicate).length).toBe(11);
@@ -70,12 +113,17 @@ describe('example modules', () => {
     expect(summary.by_status).toContainEqual(expect.objectContaining({ status: 'delivered', channel: 'webhook', count: 11 }));
     expect((await fetch(`${base}/api/notices/failed?channel=webhook`)).status).toBe(200);
     const boards = await (await fetch(`${base}/queues/api/queues?activeQueue=&page=1&jobsPerPage=1`)).json();
-    expect(boards.queues.find((q: { name: string }) => q.name === 'deliver-webhook')).toMatchObject({ description: expect.stringContaining('example channel') });
+    expect(boards.queues.find((q: { name: string }) => q.name === 'deliver-webhook')).toMatchObject({
+      description: expect.stringContaining('example channel'),
+    });
     const page = await (await fetch(`${base}/notices`)).text();
     expect(page).toContain('"webhook"');
 
-    const inspected = await inspectEvent(env.config, 'gift_3') as Array<{ channel: string; status: string; source_name: string }>;
-    expect(inspected.map((r) => `${r.source_name}:${r.channel}:${r.status}`).sort()).toEqual(['gift_outbox:tencent_im_c2c:delivered', 'gift_outbox:webhook:delivered']);
+    const inspected = (await inspectEvent(env.config, 'gift_3')) as Array<{ channel: string; status: string; source_name: string }>;
+    expect(inspected.map((r) => `${r.source_name}:${r.channel}:${r.status}`).sort()).toEqual([
+      'gift_outbox:tencent_im_c2c:delivered',
+      'gift_outbox:webhook:delivered',
+    ]);
     expect(await listenerSummary(env.config)).toContainEqual(expect.stringMatching(/^dashboard /));
   });
 });

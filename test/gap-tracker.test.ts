@@ -11,17 +11,41 @@ describe('gap tracker', () => {
 
   it('remembers holes below the high-water mark with the time they were first seen', () => {
     const { state } = advanceCursor({ highWaterId: 3, gaps: [] }, [4, 7, 8, 11], [], 1000, 5000);
-    expect(state).toEqual({ highWaterId: 11, gaps: [[5, 6, 1000], [9, 10, 1000]] });
+    expect(state).toEqual({
+      highWaterId: 11,
+      gaps: [
+        [5, 6, 1000],
+        [9, 10, 1000],
+      ],
+    });
   });
 
   it('fills holes when their rows commit late, keeping the first-seen time of what is left', () => {
-    const start = { highWaterId: 11, gaps: [[5, 6, 1000], [9, 10, 1000]] as [number, number, number][] };
+    const start = {
+      highWaterId: 11,
+      gaps: [
+        [5, 6, 1000],
+        [9, 10, 1000],
+      ] as [number, number, number][],
+    };
     const { state } = advanceCursor(start, [12], [6, 9], 2000, 5000);
-    expect(state).toEqual({ highWaterId: 12, gaps: [[5, 5, 1000], [10, 10, 1000]] });
+    expect(state).toEqual({
+      highWaterId: 12,
+      gaps: [
+        [5, 5, 1000],
+        [10, 10, 1000],
+      ],
+    });
   });
 
   it('gives a hole up only after the grace period, measured from when that hole was seen', () => {
-    const start = { highWaterId: 10, gaps: [[5, 5, 1000], [8, 8, 4000]] as [number, number, number][] };
+    const start = {
+      highWaterId: 10,
+      gaps: [
+        [5, 5, 1000],
+        [8, 8, 4000],
+      ] as [number, number, number][],
+    };
     const { state, skipped } = advanceCursor(start, [], [], 6000, 5000);
     expect(skipped).toEqual([[5, 5, 1000]]);
     expect(state.gaps).toEqual([[8, 8, 4000]]);

@@ -37,25 +37,42 @@ describe('health and metrics', () => {
     const [httpPort, grpcPort] = [await freePort(), await freePort()];
     env = await createTestEnv({ health: { http_port: httpPort, grpc_port: grpcPort } }, { mysqlServerForService: mysqlServerVia(dbProxy.port) });
     env.fakeIm.setFaults({ errors: [{ code: 70500, count: 1 }], not_imported: ['10003'] });
-    await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(1), balanceChanged(2), balanceChanged(3), { ...balanceChanged(4), user_id: null }]);
+    await insertWalletRows(env.owner, env.config.wallet_database, [
+      balanceChanged(1),
+      balanceChanged(2),
+      balanceChanged(3),
+      { ...balanceChanged(4), user_id: null },
+    ]);
     await insertWalletRows(env.owner, env.config.wallet_database, [{ event_id: 'x', event_type: 'WalletFrozen', user_id: '1', payload: '{}' }]);
     proc = await startPipeline(env.config);
-    await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 2 && c.failed === 2);
+    await waitFor(
+      () => ledgerStatusCounts(env!.notice),
+      (c) => c.delivered === 2 && c.failed === 2,
+    );
 
     const url = `http://127.0.0.1:${httpPort}`;
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
     const ready = await fetch(`${url}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ ready: true, checks: { mysql: 'ok', redis: 'ok', 'role:ingest': 'ok', 'role:deliver': 'ok', 'source:wallet_outbox': 'ok' } });
+    expect(await ready.json()).toEqual({
+      ready: true,
+      checks: { mysql: 'ok', redis: 'ok', 'role:ingest': 'ok', 'role:deliver': 'ok', 'source:wallet_outbox': 'ok' },
+    });
     expect(await grpcCheck(grpcPort)).toBe('SERVING');
 
     const metrics = await (await fetch(`${url}/metrics`)).text();
     expect(metrics).toContain('notice_ingest_events_total{source="wallet_outbox",event_type="WalletBalanceChanged",result="ingested"} 3');
     expect(metrics).toContain('notice_ingest_events_total{source="wallet_outbox",event_type="WalletBalanceChanged",result="malformed"} 1');
     expect(metrics).toContain('notice_ingest_events_total{source="wallet_outbox",event_type="other",result="skipped"} 1');
-    expect(metrics).toContain('notice_deliveries_total{source="wallet_outbox",channel="tencent_im_c2c",notice_kind="wallet_notice",outcome="delivered",error_code=""} 2');
-    expect(metrics).toContain('notice_deliveries_total{source="wallet_outbox",channel="tencent_im_c2c",notice_kind="wallet_notice",outcome="failed",error_code="90012"} 1');
-    expect(metrics).toContain('notice_deliveries_total{source="wallet_outbox",channel="tencent_im_c2c",notice_kind="wallet_notice",outcome="retryable",error_code="70500"} 1');
+    expect(metrics).toContain(
+      'notice_deliveries_total{source="wallet_outbox",channel="tencent_im_c2c",notice_kind="wallet_notice",outcome="delivered",error_code=""} 2',
+    );
+    expect(metrics).toContain(
+      'notice_deliveries_total{source="wallet_outbox",channel="tencent_im_c2c",notice_kind="wallet_notice",outcome="failed",error_code="90012"} 1',
+    );
+    expect(metrics).toContain(
+      'notice_deliveries_total{source="wallet_outbox",channel="tencent_im_c2c",notice_kind="wallet_notice",outcome="retryable",error_code="70500"} 1',
+    );
     expect(metrics).toContain('notice_delivery_retries_total{source="wallet_outbox",channel="tencent_im_c2c"} 1');
     expect(metrics).toMatch(/notice_send_latency_seconds_count\{channel="tencent_im_c2c",outcome="delivered"\} 2/);
     expect(metrics).toMatch(/notice_end_to_end_latency_seconds_count\{source="wallet_outbox",channel="tencent_im_c2c"\} 2/);
@@ -74,6 +91,11 @@ describe('health and metrics', () => {
     expect(await grpcCheck(grpcPort)).toBe('NOT_SERVING');
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
     await dbProxy.up();
-    await waitFor(() => grpcCheck(grpcPort).catch(() => 'x'), (s) => s === 'SERVING', 15_000, 'SERVING again');
+    await waitFor(
+      () => grpcCheck(grpcPort).catch(() => 'x'),
+      (s) => s === 'SERVING',
+      15_000,
+      'SERVING again',
+    );
   });
 });

@@ -7,7 +7,9 @@ const ROOT = join(import.meta.dirname, '..');
 const PROCESS_FOLDERS = ['ingest', 'deliver', 'dashboard', 'cli'];
 
 function tsFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? tsFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? tsFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
 }
 
 /** Every import of a file as TypeScript reads it: static, type-only, re-exports and dynamic import(). */
@@ -37,12 +39,20 @@ describe('imports run one way', () => {
   });
 
   it('process folders do not import each other', () => {
-    for (const folder of ['ingest', 'deliver', 'dashboard']) expect(offendersIn(folder, PROCESS_FOLDERS.filter((f) => f !== folder))).toEqual([]);
+    for (const folder of ['ingest', 'deliver', 'dashboard'])
+      expect(
+        offendersIn(
+          folder,
+          PROCESS_FOLDERS.filter((f) => f !== folder),
+        ),
+      ).toEqual([]);
   });
 
   it('a channel folder imports no other channel, nor the registry or routing (what it needs of them comes in its ChannelContext)', () => {
     const channelsDir = join(ROOT, 'src', 'channels');
-    const folders = readdirSync(channelsDir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+    const folders = readdirSync(channelsDir, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name);
     const offenders: string[] = [];
     for (const folder of folders) {
       for (const file of tsFiles(join(channelsDir, folder))) {
@@ -59,16 +69,22 @@ describe('imports run one way', () => {
     expect(offenders).toEqual([]);
   });
 
-  it('a source imports no provider or channel (a channel\'s limits are the channel\'s)', () => {
+  it("a source imports no provider or channel (a channel's limits are the channel's)", () => {
     const notices = join(ROOT, 'src', 'notices');
-    const offenders = tsFiles(notices).flatMap((file) => importsOf(file)
-      .filter((spec) => spec.startsWith('.') && /^(tencent-im|channels|fake-im)$/.test(relative(join(ROOT, 'src'), join(file, '..', spec)).split(/[\\/]/)[0]!))
-      .map((spec) => `${relative(ROOT, file)}: ${spec}`));
+    const offenders = tsFiles(notices).flatMap((file) =>
+      importsOf(file)
+        .filter(
+          (spec) => spec.startsWith('.') && /^(tencent-im|channels|fake-im)$/.test(relative(join(ROOT, 'src'), join(file, '..', spec)).split(/[\\/]/)[0]!),
+        )
+        .map((spec) => `${relative(ROOT, file)}: ${spec}`),
+    );
     expect(offenders).toEqual([]);
   });
 
   it('the scanner sees dynamic and type-only imports (so the checks above can fail)', () => {
-    const found = ts.preProcessFile("import type { A } from '../deliver/a.ts';\nconst m = await import('../ingest/b.ts');", true, true).importedFiles.map((f) => f.fileName);
+    const found = ts
+      .preProcessFile("import type { A } from '../deliver/a.ts';\nconst m = await import('../ingest/b.ts');", true, true)
+      .importedFiles.map((f) => f.fileName);
     expect(found).toEqual(['../deliver/a.ts', '../ingest/b.ts']);
   });
 });

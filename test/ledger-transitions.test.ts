@@ -26,9 +26,20 @@ const LOCKS: LockState[] = ['none', 'ours', 'others_live', 'others_expired'];
  * on the real MariaDB must both agree with it, so a change to the transitions table or to a statement shows here.
  */
 const EXPECTED: Record<LedgerStatement, string[]> = {
-  claim: ['pending/none', 'retryable/none', 'delivering/none', 'delivering/ours', 'delivering/others_expired',
+  claim: [
+    'pending/none',
+    'retryable/none',
+    'delivering/none',
+    'delivering/ours',
+    'delivering/others_expired',
     // A pending/retryable row never carries a lock in practice; if one did, the status alone decides.
-    'pending/ours', 'pending/others_live', 'pending/others_expired', 'retryable/ours', 'retryable/others_live', 'retryable/others_expired'],
+    'pending/ours',
+    'pending/others_live',
+    'pending/others_expired',
+    'retryable/ours',
+    'retryable/others_live',
+    'retryable/others_expired',
+  ],
   recordDelivered: ['delivering/ours'],
   recordRetryable: ['delivering/ours'],
   releaseRateLimited: ['delivering/ours'],
@@ -41,17 +52,32 @@ const EXPECTED: Record<LedgerStatement, string[]> = {
 
 function lockColumns(lock: LockState, nowMs: number): [string | null, number | null] {
   switch (lock) {
-    case 'none': return [null, null];
-    case 'ours': return [ME, nowMs + 60_000];
-    case 'others_live': return ['worker-other', nowMs + 60_000];
-    case 'others_expired': return ['worker-other', nowMs - 60_000];
+    case 'none':
+      return [null, null];
+    case 'ours':
+      return [ME, nowMs + 60_000];
+    case 'others_live':
+      return ['worker-other', nowMs + 60_000];
+    case 'others_expired':
+      return ['worker-other', nowMs - 60_000];
   }
 }
 
 function ledgerRow(id: string, status: 'pending' | 'failed' = 'pending') {
   return {
-    sourceName: 'wallet_outbox', appCode: 'lalu', sourceEventId: id, channel: CHANNEL_TENCENT_IM_C2C, eventType: 'WalletBalanceChanged', userId: '70001',
-    noticeKind: 'wallet_notice', status, payload: JSON.stringify({ event_id: id }), lastErrorCode: null, lastError: null, sourceRowId: 1, sourceCreatedAtMs: OLD,
+    sourceName: 'wallet_outbox',
+    appCode: 'lalu',
+    sourceEventId: id,
+    channel: CHANNEL_TENCENT_IM_C2C,
+    eventType: 'WalletBalanceChanged',
+    userId: '70001',
+    noticeKind: 'wallet_notice',
+    status,
+    payload: JSON.stringify({ event_id: id }),
+    lastErrorCode: null,
+    lastError: null,
+    sourceRowId: 1,
+    sourceCreatedAtMs: OLD,
   };
 }
 const keyOf = (id: string): LedgerKey => ({ sourceName: 'wallet_outbox', appCode: 'lalu', sourceEventId: id, channel: CHANNEL_TENCENT_IM_C2C });
@@ -69,11 +95,20 @@ describe('every conditional ledger statement follows the transitions table', () 
     const repo = new LedgerRepository(env.notice);
     const nowMs = Date.now();
     const cases = (Object.keys(STATEMENTS) as LedgerStatement[]).flatMap((statement) =>
-      DELIVERY_STATUSES.flatMap((status) => LOCKS.map((lock) => ({ statement, status, lock, id: `${statement}-${status}-${lock}` }))));
-    await repo.insertIfAbsent(cases.map((c) => ledgerRow(c.id)), OLD);
+      DELIVERY_STATUSES.flatMap((status) => LOCKS.map((lock) => ({ statement, status, lock, id: `${statement}-${status}-${lock}` }))),
+    );
+    await repo.insertIfAbsent(
+      cases.map((c) => ledgerRow(c.id)),
+      OLD,
+    );
     for (const c of cases) {
       const [lockedBy, lockUntil] = lockColumns(c.lock, nowMs);
-      await env.notice.query('UPDATE notice_delivery_events SET status = ?, locked_by = ?, lock_until_ms = ? WHERE source_event_id = ?', [c.status, lockedBy, lockUntil, c.id]);
+      await env.notice.query('UPDATE notice_delivery_events SET status = ?, locked_by = ?, lock_until_ms = ? WHERE source_event_id = ?', [
+        c.status,
+        lockedBy,
+        lockUntil,
+        c.id,
+      ]);
     }
     const batched = new BatchedLedger(env.notice, ME, () => 30_000);
     const run: Record<LedgerStatement, (key: LedgerKey) => Promise<unknown>> = {
@@ -109,15 +144,28 @@ describe('every conditional ledger statement follows the transitions table', () 
     ];
     await repo.insertIfAbsent([...blocked.map((b) => ledgerRow(b.id)), ledgerRow('dup-sentinel')], OLD);
     for (const b of blocked) {
-      await env.notice.query('UPDATE notice_delivery_events SET status = ?, locked_by = ?, lock_until_ms = ? WHERE source_event_id = ?', [b.status, b.lockedBy, b.lockUntil, b.id]);
+      await env.notice.query('UPDATE notice_delivery_events SET status = ?, locked_by = ?, lock_until_ms = ? WHERE source_event_id = ?', [
+        b.status,
+        b.lockedBy,
+        b.lockUntil,
+        b.id,
+      ]);
     }
     const proc = await startPipeline(env.config, ['deliver']);
     procs.push(proc);
     // The blocked jobs go first; the sentinel after them shows the worker has been through them.
-    await enqueueDeliveries(proc.queues, blocked.map((b) => ({ key: keyOf(b.id), eventType: 'WalletBalanceChanged', noticeKind: 'wallet_notice', maxRetryCount: 3 })));
+    await enqueueDeliveries(
+      proc.queues,
+      blocked.map((b) => ({ key: keyOf(b.id), eventType: 'WalletBalanceChanged', noticeKind: 'wallet_notice', maxRetryCount: 3 })),
+    );
     await new Promise((r) => setTimeout(r, 300));
     await enqueueDeliveries(proc.queues, [{ key: keyOf('dup-sentinel'), eventType: 'WalletBalanceChanged', noticeKind: 'wallet_notice', maxRetryCount: 3 }]);
-    await waitFor(async () => env!.fakeIm.messages().length, (n) => n >= 1, 15_000, 'the sentinel sent');
+    await waitFor(
+      async () => env!.fakeIm.messages().length,
+      (n) => n >= 1,
+      15_000,
+      'the sentinel sent',
+    );
     await new Promise((r) => setTimeout(r, 500));
     expect(env.fakeIm.messages().map((m) => JSON.parse(m.data).event_id)).toEqual(['dup-sentinel']);
     for (const b of blocked) expect((await repo.get(keyOf(b.id)))!.status).toBe(b.status);

@@ -21,7 +21,7 @@ async function exportedNames(): Promise<Set<string>> {
 /** Label names that look like metric names (notice_kind), so the scan below can tell them apart. */
 function labelNames(): Set<string> {
   const metrics = new NoticeMetrics({ processMetrics: false });
-  return new Set(metrics.registry.getMetricsAsArray().flatMap((m) => ((m as unknown as { labelNames?: string[] }).labelNames ?? [])));
+  return new Set(metrics.registry.getMetricsAsArray().flatMap((m) => (m as unknown as { labelNames?: string[] }).labelNames ?? []));
 }
 
 const usedNames = (text: string) => new Set([...text.matchAll(/\bnotice_[a-z0-9_]+/g)].map((m) => m[0]));
@@ -29,7 +29,7 @@ const usedNames = (text: string) => new Set([...text.matchAll(/\bnotice_[a-z0-9_
 describe('Prometheus rules and Grafana board', () => {
   it('pass promtool: the rules are valid and each alert fires on its series and stays quiet on its near miss', () => {
     const check = spawnSync('promtool', ['check', 'rules', RULES], { encoding: 'utf8' });
-    expect(check.error, 'promtool is missing: install Debian\'s prometheus package (npm test\'s pretest does as root)').toBeUndefined();
+    expect(check.error, "promtool is missing: install Debian's prometheus package (npm test's pretest does as root)").toBeUndefined();
     expect(check.status, check.stdout + check.stderr).toBe(0);
     const test = spawnSync('promtool', ['test', 'rules', 'notice-service.test.yml'], { cwd: 'deploy/prometheus/tests', encoding: 'utf8' });
     expect(test.status, test.stdout + test.stderr).toBe(0);
@@ -52,7 +52,15 @@ describe('Prometheus rules and Grafana board', () => {
     expect(alerts.length).toBeGreaterThanOrEqual(12);
     const tests = readFileSync('deploy/prometheus/tests/notice-service.test.yml', 'utf8');
     const runbook = readFileSync('docs/runbook.md', 'utf8');
-    const anchors = new Set([...runbook.matchAll(/^#{2,3} (.+)$/gm)].map((m) => m[1]!.trim().toLowerCase().replace(/[^a-z0-9 -]/g, '').replace(/ /g, '-')));
+    const anchors = new Set(
+      [...runbook.matchAll(/^#{2,3} (.+)$/gm)].map((m) =>
+        m[1]!
+          .trim()
+          .toLowerCase()
+          .replace(/[^a-z0-9 -]/g, '')
+          .replace(/ /g, '-'),
+      ),
+    );
     for (const alert of alerts) {
       expect(tests, alert.alert).toContain(`alertname: ${alert.alert}`);
       expect(alert.annotations?.summary, alert.alert).toBeTruthy();

@@ -25,7 +25,10 @@ describe('gap-safe outbox cursor', () => {
       await insertWalletRows(slow, env.config.wallet_database, [balanceChanged(1)]);
       await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(2), balanceChanged(3), balanceChanged(4)]);
       proc = await startPipeline(env.config);
-      await waitFor(async () => env.fakeIm.delivered().length, (n) => n === 3);
+      await waitFor(
+        async () => env.fakeIm.delivered().length,
+        (n) => n === 3,
+      );
       const poller = proc.ingest!.pollers[0]!;
       expect(poller.cursor).toMatchObject({ highWaterId: 4 });
       expect(poller.cursor!.gaps.map(([from, to]) => [from, to])).toEqual([[1, 1]]);
@@ -35,9 +38,22 @@ describe('gap-safe outbox cursor', () => {
       expect(JSON.parse(cursorRows[0].open_gaps)[0].slice(0, 2)).toEqual([1, 1]);
 
       await slow.commit();
-      await waitFor(async () => env.fakeIm.delivered().length, (n) => n === 4, 10_000, 'the late row');
-      expect(env.fakeIm.delivered().map((m) => JSON.parse(m.data).transaction_id).sort()).toEqual(['tx_1', 'tx_2', 'tx_3', 'tx_4']);
-      await waitFor(async () => poller.cursor?.gaps.length, (n) => n === 0);
+      await waitFor(
+        async () => env.fakeIm.delivered().length,
+        (n) => n === 4,
+        10_000,
+        'the late row',
+      );
+      expect(
+        env.fakeIm
+          .delivered()
+          .map((m) => JSON.parse(m.data).transaction_id)
+          .sort(),
+      ).toEqual(['tx_1', 'tx_2', 'tx_3', 'tx_4']);
+      await waitFor(
+        async () => poller.cursor?.gaps.length,
+        (n) => n === 0,
+      );
     } finally {
       slow.release();
     }
@@ -53,13 +69,24 @@ describe('gap-safe outbox cursor', () => {
       await doomed.rollback();
       proc = await startPipeline(env.config);
       const poller = proc.ingest!.pollers[0]!;
-      await waitFor(async () => env.fakeIm.delivered().length, (n) => n === 1);
+      await waitFor(
+        async () => env.fakeIm.delivered().length,
+        (n) => n === 1,
+      );
       expect(poller.cursor!.gaps).toHaveLength(1);
       await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(3)]);
-      await waitFor(async () => env.fakeIm.delivered().length, (n) => n === 2);
+      await waitFor(
+        async () => env.fakeIm.delivered().length,
+        (n) => n === 2,
+      );
       const firstSeenMs = poller.cursor!.gaps[0]?.[2] ?? Date.now();
       // The skip is counted before the new cursor is saved: wait for both.
-      await waitFor(async () => [poller.stats.gapsSkipped, poller.cursor?.gaps.length], ([n, open]) => n === 1 && open === 0, 10_000, 'hole skipped after grace');
+      await waitFor(
+        async () => [poller.stats.gapsSkipped, poller.cursor?.gaps.length],
+        ([n, open]) => n === 1 && open === 0,
+        10_000,
+        'hole skipped after grace',
+      );
       expect(Date.now() - firstSeenMs).toBeGreaterThanOrEqual(4000);
     } finally {
       doomed.release();
@@ -74,9 +101,17 @@ describe('gap-safe outbox cursor', () => {
       await insertWalletRows(slow, env.config.wallet_database, [balanceChanged(1)]);
       await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(2), balanceChanged(3)]);
       proc = await startPipeline(env.config);
-      await waitFor(async () => env.fakeIm.delivered().length, (n) => n === 2);
+      await waitFor(
+        async () => env.fakeIm.delivered().length,
+        (n) => n === 2,
+      );
       // Given up after the grace: the hole moves from the cursor to the watch table, in one transaction.
-      await waitFor(async () => (await env.notice.query<any[]>('SELECT ranges FROM notice_ingest_watched_gaps'))[0], (rows) => rows.length === 1, 10_000, 'hole watched');
+      await waitFor(
+        async () => (await env.notice.query<any[]>('SELECT ranges FROM notice_ingest_watched_gaps'))[0],
+        (rows) => rows.length === 1,
+        10_000,
+        'hole watched',
+      );
       const [cursor] = await env.notice.query<any[]>('SELECT open_gaps FROM notice_ingest_cursors');
       expect(JSON.parse(cursor[0].open_gaps)).toEqual([]);
       // The ingest process restarts (a deploy, a lease handover) while the owner is still slow.
@@ -84,10 +119,25 @@ describe('gap-safe outbox cursor', () => {
       proc = await startPipeline(env.config);
       await new Promise((r) => setTimeout(r, 2000));
       await slow.commit();
-      await waitFor(async () => env.fakeIm.delivered().length, (n) => n === 3, 20_000, 'the late row');
-      expect(env.fakeIm.delivered().map((m) => JSON.parse(m.data).transaction_id).sort()).toEqual(['tx_1', 'tx_2', 'tx_3']);
+      await waitFor(
+        async () => env.fakeIm.delivered().length,
+        (n) => n === 3,
+        20_000,
+        'the late row',
+      );
+      expect(
+        env.fakeIm
+          .delivered()
+          .map((m) => JSON.parse(m.data).transaction_id)
+          .sort(),
+      ).toEqual(['tx_1', 'tx_2', 'tx_3']);
       expect(await proc.metrics.render()).toMatch(/notice_ingest_late_rows_total\{source="wallet_outbox"\} 1/);
-      await waitFor(async () => (await env.notice.query<any[]>('SELECT 1 FROM notice_ingest_watched_gaps'))[0], (rows) => rows.length === 0, 5000, 'watch emptied');
+      await waitFor(
+        async () => (await env.notice.query<any[]>('SELECT 1 FROM notice_ingest_watched_gaps'))[0],
+        (rows) => rows.length === 0,
+        5000,
+        'watch emptied',
+      );
     } finally {
       slow.release();
     }
@@ -96,22 +146,41 @@ describe('gap-safe outbox cursor', () => {
   it('a writer with auto_increment_increment = 7 is delivered in full, with summary lines instead of a warning per row', async () => {
     env = await createTestEnv({ wallet_notice_worker: { gap_grace: '500ms', batch_size: 20 }, log: { level: 'info' } });
     const lines: Array<{ level: number; msg: string }> = [];
-    const sink = new Writable({ write(chunk, _enc, done) { for (const l of String(chunk).split('\n')) if (l) lines.push(JSON.parse(l)); done(); } });
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        for (const l of String(chunk).split('\n')) if (l) lines.push(JSON.parse(l));
+        done();
+      },
+    });
     proc = await buildProcess(env.config, ['ingest', 'deliver'], pino({ level: 'info' }, sink));
     await proc.start();
     const conn = await env.owner.getConnection();
     try {
       await conn.query('SET SESSION auto_increment_increment = 7');
       for (let i = 0; i < 10; i++) {
-        await insertWalletRows(conn, env.config.wallet_database, Array.from({ length: 20 }, (_, j) => balanceChanged(i * 20 + j + 1)));
+        await insertWalletRows(
+          conn,
+          env.config.wallet_database,
+          Array.from({ length: 20 }, (_, j) => balanceChanged(i * 20 + j + 1)),
+        );
         await new Promise((r) => setTimeout(r, 100));
       }
     } finally {
       conn.release();
     }
-    await waitFor(async () => env.fakeIm.delivered().length, (n) => n === 200, 20_000, '200 sparse rows');
+    await waitFor(
+      async () => env.fakeIm.delivered().length,
+      (n) => n === 200,
+      20_000,
+      '200 sparse rows',
+    );
     const poller = proc.ingest!.pollers[0]!;
-    await waitFor(async () => poller.stats.gapsSkipped, (n) => n >= 199 * 6, 10_000, 'holes given up');
+    await waitFor(
+      async () => poller.stats.gapsSkipped,
+      (n) => n >= 199 * 6,
+      10_000,
+      'holes given up',
+    );
     expect(lines.filter((l) => l.level >= 40).map((l) => l.msg)).toEqual([]);
     // The first give-up is logged at once, the rest summed into at most one line a minute.
     expect(lines.filter((l) => l.msg.startsWith('outbox id holes not committed within gap_grace')).length).toBeLessThanOrEqual(2);
@@ -142,7 +211,12 @@ describe('gap-safe outbox cursor', () => {
       }
     };
     await Promise.all([writer(0), writer(1), writer(2), writer(3)]);
-    await waitFor(async () => env.fakeIm.delivered().length, (c) => c >= committed.length, 20_000, `${committed.length} deliveries`);
+    await waitFor(
+      async () => env.fakeIm.delivered().length,
+      (c) => c >= committed.length,
+      20_000,
+      `${committed.length} deliveries`,
+    );
     await new Promise((r) => setTimeout(r, 300));
     const delivered = env.fakeIm.delivered().map((m) => JSON.parse(m.data).event_id as string);
     expect(delivered.sort()).toEqual([...committed].sort());
@@ -154,17 +228,37 @@ describe('gap-safe outbox cursor', () => {
 describe('where a new cursor starts', () => {
   it('start_from: latest skips the history already in the outbox, and a saved cursor is kept across restarts', async () => {
     env = await createTestEnv({ wallet_notice_worker: { start_from: 'latest' } });
-    await insertWalletRows(env.owner, env.config.wallet_database, Array.from({ length: 5 }, (_, i) => balanceChanged(i + 1)));
+    await insertWalletRows(
+      env.owner,
+      env.config.wallet_database,
+      Array.from({ length: 5 }, (_, i) => balanceChanged(i + 1)),
+    );
     proc = await startPipeline(env.config);
-    await waitFor(async () => proc!.ingest!.pollers[0]!.cursor?.highWaterId, (h) => h === 5, 10_000, 'cursor at the top');
+    await waitFor(
+      async () => proc!.ingest!.pollers[0]!.cursor?.highWaterId,
+      (h) => h === 5,
+      10_000,
+      'cursor at the top',
+    );
     await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(6), balanceChanged(7)]);
-    await waitFor(async () => env!.fakeIm.delivered().length, (n) => n === 2);
+    await waitFor(
+      async () => env!.fakeIm.delivered().length,
+      (n) => n === 2,
+    );
     await proc.stop();
     // Restarted with earliest: the saved cursor still wins, history stays unsent.
     proc = await startPipeline({ ...env.config, wallet_notice_worker: { ...env.config.wallet_notice_worker, start_from: 'earliest' } });
     await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(8)]);
-    await waitFor(async () => env!.fakeIm.delivered().length, (n) => n === 3);
+    await waitFor(
+      async () => env!.fakeIm.delivered().length,
+      (n) => n === 3,
+    );
     await new Promise((r) => setTimeout(r, 300));
-    expect(env.fakeIm.delivered().map((m) => JSON.parse(m.data).transaction_id).sort()).toEqual(['tx_6', 'tx_7', 'tx_8']);
+    expect(
+      env.fakeIm
+        .delivered()
+        .map((m) => JSON.parse(m.data).transaction_id)
+        .sort(),
+    ).toEqual(['tx_6', 'tx_7', 'tx_8']);
   });
 });

@@ -32,8 +32,19 @@ const OLD = Date.now() - 3_600_000;
 
 function row(n: number) {
   return {
-    sourceName: 'wallet_outbox', appCode: 'lalu', sourceEventId: `half_${n}`, channel: CHANNEL_TENCENT_IM_C2C, eventType: 'WalletBalanceChanged', userId: String(60000 + n),
-    noticeKind: 'wallet_notice', status: 'pending' as const, payload: JSON.stringify({ event_id: `half_${n}` }), lastErrorCode: null, lastError: null, sourceRowId: n, sourceCreatedAtMs: OLD,
+    sourceName: 'wallet_outbox',
+    appCode: 'lalu',
+    sourceEventId: `half_${n}`,
+    channel: CHANNEL_TENCENT_IM_C2C,
+    eventType: 'WalletBalanceChanged',
+    userId: String(60000 + n),
+    noticeKind: 'wallet_notice',
+    status: 'pending' as const,
+    payload: JSON.stringify({ event_id: `half_${n}` }),
+    lastErrorCode: null,
+    lastError: null,
+    sourceRowId: n,
+    sourceCreatedAtMs: OLD,
   };
 }
 const keyOf = (n: number): LedgerKey => ({ sourceName: 'wallet_outbox', appCode: 'lalu', sourceEventId: `half_${n}`, channel: CHANNEL_TENCENT_IM_C2C });
@@ -45,11 +56,17 @@ const keyOf = (n: number): LedgerKey => ({ sourceName: 'wallet_outbox', appCode:
  */
 async function queuedThenHalfLost(count: number, orphans: number[], ghosts: number[], activeWithoutLock: number[] = []) {
   const ledger = new LedgerRepository(env!.notice);
-  await ledger.insertIfAbsent(Array.from({ length: count }, (_, i) => row(i)), OLD);
+  await ledger.insertIfAbsent(
+    Array.from({ length: count }, (_, i) => row(i)),
+    OLD,
+  );
   redis = createRedis(env!.config.redis.url, 'producer');
   queues = createDeliverQueues(redis, env!.config.redis.prefix, channelQueueSpecs(env!.config));
   queue = queues.queueFor({ channel: 'tencent_im_c2c', noticeKind: 'wallet_notice' });
-  await enqueueDeliveries(queues, Array.from({ length: count }, (_, i) => ({ key: keyOf(i), eventType: 'WalletBalanceChanged', noticeKind: 'wallet_notice', maxRetryCount: 3 })));
+  await enqueueDeliveries(
+    queues,
+    Array.from({ length: count }, (_, i) => ({ key: keyOf(i), eventType: 'WalletBalanceChanged', noticeKind: 'wallet_notice', maxRetryCount: 3 })),
+  );
   const waitKey = queue.toKey('wait');
   for (const n of orphans) await redis.lrem(waitKey, 0, deliverJobId(keyOf(n)));
   for (const n of ghosts) await redis.del(queue.toKey(deliverJobId(keyOf(n))));
@@ -69,9 +86,23 @@ describe('partial Redis loss: the reconciler repairs what BullMQ cannot see', ()
     // One orphan holds a lock: a worker may still be running it, so it must not be removed under that worker.
     const lockedId = deliverJobId(keyOf(9));
     await redis!.set(`${queue!.toKey(lockedId)}:lock`, 'someone-else', 'PX', 60_000);
-    expect(await inspectJobs(queue!, redis!, orphans.map((n) => deliverJobId(keyOf(n))))).toEqual(Array(10).fill('orphan'));
+    expect(
+      await inspectJobs(
+        queue!,
+        redis!,
+        orphans.map((n) => deliverJobId(keyOf(n))),
+      ),
+    ).toEqual(Array(10).fill('orphan'));
 
-    const reconciler = new Reconciler({ ledger, queues: queues!, redis: redis!, config: env.config, owner: 'test', maxRetryFor: () => 3, logger: pino({ level: 'silent' }) });
+    const reconciler = new Reconciler({
+      ledger,
+      queues: queues!,
+      redis: redis!,
+      config: env.config,
+      owner: 'test',
+      maxRetryFor: () => 3,
+      logger: pino({ level: 'silent' }),
+    });
     const pass = await reconciler.runOnce();
     expect(pass).toMatchObject({ requeued: 9, locked: 1, live: 20 });
     const states = await Promise.all(orphans.map((n) => queue!.getJobState(deliverJobId(keyOf(n)))));
@@ -89,16 +120,30 @@ describe('partial Redis loss: the reconciler repairs what BullMQ cannot see', ()
   });
 
   it('300 queued, 100 orphaned, 100 ghosted, 20 left active without a lock: each delivered once, no error-level log line', async () => {
-    env = await createTestEnv({ reconciler: { interval: '300ms', pending_grace: '500ms', batch_size: 100 }, deliver: { job_lock_duration: '2s' }, log: { level: 'info' } });
+    env = await createTestEnv({
+      reconciler: { interval: '300ms', pending_grace: '500ms', batch_size: 100 },
+      deliver: { job_lock_duration: '2s' },
+      log: { level: 'info' },
+    });
     const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
     await queuedThenHalfLost(300, range(0, 100), range(100, 100), range(200, 20));
     const lines: Array<{ level: number; msg: string }> = [];
-    const sink = new Writable({ write(chunk, _enc, done) { for (const l of String(chunk).split('\n')) if (l) lines.push(JSON.parse(l)); done(); } });
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        for (const l of String(chunk).split('\n')) if (l) lines.push(JSON.parse(l));
+        done();
+      },
+    });
     const proc = await buildProcess(env.config, ['deliver'], pino({ level: 'info' }, sink));
     procs.push(proc);
     await proc.start();
 
-    await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 300, 30_000, 'all 300 delivered');
+    await waitFor(
+      () => ledgerStatusCounts(env!.notice),
+      (c) => c.delivered === 300,
+      30_000,
+      'all 300 delivered',
+    );
     const perEvent = new Map<string, number>();
     for (const m of env.fakeIm.delivered()) perEvent.set(JSON.parse(m.data).event_id, (perEvent.get(JSON.parse(m.data).event_id) ?? 0) + 1);
     expect(perEvent.size).toBe(300);

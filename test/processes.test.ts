@@ -26,10 +26,19 @@ describe('notice-service processes', () => {
     const procs = [start('ingest', env.configFile), start('ingest', env.configFile), start('deliver', env.configFile), start('deliver', env.configFile)];
     await Promise.all(procs.map((p) => waitForOutput(p, /notice-service started/)));
     for (let batch = 0; batch < 8; batch++) {
-      await insertWalletRows(env.owner, env.config.wallet_database, Array.from({ length: 50 }, (_, i) => balanceChanged(batch * 50 + i + 1)));
+      await insertWalletRows(
+        env.owner,
+        env.config.wallet_database,
+        Array.from({ length: 50 }, (_, i) => balanceChanged(batch * 50 + i + 1)),
+      );
       await new Promise((r) => setTimeout(r, 40));
     }
-    await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 400, 30_000, '400 delivered');
+    await waitFor(
+      () => ledgerStatusCounts(env!.notice),
+      (c) => c.delivered === 400,
+      30_000,
+      '400 delivered',
+    );
     await new Promise((r) => setTimeout(r, 500));
     // Each event reached its user once. A resend of the very same message (a job that stalled under a CPU-starved
     // test machine) is tolerated at the edge and dropped by Tencent's duplicate filter; there must be no more.
@@ -37,7 +46,13 @@ describe('notice-service processes', () => {
     expect(new Set(env.fakeIm.delivered().map((m) => JSON.parse(m.data).event_id)).size).toBe(400);
     expect(env.fakeIm.messages().length).toBeLessThanOrEqual(402);
     // Both deliver processes did work; exactly one ingest process held the lease.
-    const deliveredBy = [procs[2]!, procs[3]!].map((p) => p.output().split('\n').filter((l) => l.includes('"msg":"delivered"')).length);
+    const deliveredBy = [procs[2]!, procs[3]!].map(
+      (p) =>
+        p
+          .output()
+          .split('\n')
+          .filter((l) => l.includes('"msg":"delivered"')).length,
+    );
     expect(deliveredBy[0]! + deliveredBy[1]!).toBe(400);
     expect(Math.min(...deliveredBy)).toBeGreaterThan(0);
     const leaseHolders = [procs[0]!, procs[1]!].filter((p) => p.output().includes('ingest lease acquired'));
@@ -53,8 +68,14 @@ describe('notice-service processes', () => {
     const ingest = start('ingest', env.configFile);
     await waitForOutput(first, /notice-service started/);
     await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(1)]);
-    await waitFor(async () => (await env!.notice.query<any[]>('SELECT status FROM notice_delivery_events'))[0][0]?.status, (s) => s === 'delivering');
-    await waitFor(async () => env!.fakeIm.getStats().requests, (n) => n === 1);
+    await waitFor(
+      async () => (await env!.notice.query<any[]>('SELECT status FROM notice_delivery_events'))[0][0]?.status,
+      (s) => s === 'delivering',
+    );
+    await waitFor(
+      async () => env!.fakeIm.getStats().requests,
+      (n) => n === 1,
+    );
     first.child.kill('SIGKILL');
     await first.exited;
     env.fakeIm.setFaults({});
@@ -77,7 +98,10 @@ describe('notice-service processes', () => {
   it('exits non-zero with one message naming every bad key', async () => {
     env = undefined;
     const file = `${process.cwd()}/.tmp/bad-${process.pid}.yaml`;
-    writeFileSync(file, 'mysql: { url: 42 }\nredis: { url: "redis://x" }\ntencent_im: { enabled: maybe }\nwallet_notice_worker: { poll_interval: fast }\nextra_key: 1\n');
+    writeFileSync(
+      file,
+      'mysql: { url: 42 }\nredis: { url: "redis://x" }\ntencent_im: { enabled: maybe }\nwallet_notice_worker: { poll_interval: fast }\nextra_key: 1\n',
+    );
     const proc = spawnNotice(['ingest', '--config', file]);
     expect(await proc.exited).toBe(2);
     const out = proc.output();

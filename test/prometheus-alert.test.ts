@@ -50,30 +50,64 @@ describe('the shipped alert rules on a real Prometheus', () => {
     proc = await startPipeline(env.config);
     dir = mkdtempSync(join(tmpdir(), 'notice-prometheus-'));
     writeFileSync(join(dir, 'rules.yml'), fastRules());
-    writeFileSync(join(dir, 'prometheus.yml'), [
-      'global: { scrape_interval: 1s, evaluation_interval: 1s }',
-      'rule_files: [rules.yml]',
-      'scrape_configs:',
-      `  - job_name: notice-service`,
-      `    static_configs: [{ targets: ["127.0.0.1:${httpPort}"] }]`,
-      '',
-    ].join('\n'));
+    writeFileSync(
+      join(dir, 'prometheus.yml'),
+      [
+        'global: { scrape_interval: 1s, evaluation_interval: 1s }',
+        'rule_files: [rules.yml]',
+        'scrape_configs:',
+        `  - job_name: notice-service`,
+        `    static_configs: [{ targets: ["127.0.0.1:${httpPort}"] }]`,
+        '',
+      ].join('\n'),
+    );
     const promPort = await freePort();
-    prometheus = spawn('prometheus', [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${promPort}`], { stdio: 'ignore' });
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${promPort}/-/ready`).catch(() => null))?.status, (s) => s === 200, 30_000, 'prometheus ready');
+    prometheus = spawn(
+      'prometheus',
+      [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${promPort}`],
+      { stdio: 'ignore' },
+    );
+    await waitFor(
+      async () => (await fetch(`http://127.0.0.1:${promPort}/-/ready`).catch(() => null))?.status,
+      (s) => s === 200,
+      30_000,
+      'prometheus ready',
+    );
 
     // Healthy traffic first: delivered, nothing fires.
-    await insertWalletRows(env.owner, env.config.wallet_database, Array.from({ length: 20 }, (_, i) => balanceChanged(i + 1)));
-    await waitFor(async () => env!.fakeIm.delivered().length, (n) => n === 20, 15_000, 'healthy deliveries');
+    await insertWalletRows(
+      env.owner,
+      env.config.wallet_database,
+      Array.from({ length: 20 }, (_, i) => balanceChanged(i + 1)),
+    );
+    await waitFor(
+      async () => env!.fakeIm.delivered().length,
+      (n) => n === 20,
+      15_000,
+      'healthy deliveries',
+    );
     await new Promise((r) => setTimeout(r, 5000));
     expect((await firing(promPort)).filter((a) => a.labels.alertname === 'NoticeDeliveriesFailing')).toEqual([]);
 
     // Tencent refuses every recipient (90012, permanent): dead letters pile up at > 0.05/s.
     env.fakeIm.setFaults({ not_imported: Array.from({ length: 50 }, (_, i) => String(10000 + i)) });
     let n = 100;
-    const writer = setInterval(() => void insertWalletRows(env!.owner, env!.config.wallet_database, Array.from({ length: 5 }, () => balanceChanged(++n))).catch(() => undefined), 500);
+    const writer = setInterval(
+      () =>
+        void insertWalletRows(
+          env!.owner,
+          env!.config.wallet_database,
+          Array.from({ length: 5 }, () => balanceChanged(++n)),
+        ).catch(() => undefined),
+      500,
+    );
     try {
-      const alerts = await waitFor(async () => (await firing(promPort)).filter((a) => a.labels.alertname === 'NoticeDeliveriesFailing' && a.state === 'firing'), (list) => list.length > 0, 60_000, 'NoticeDeliveriesFailing firing');
+      const alerts = await waitFor(
+        async () => (await firing(promPort)).filter((a) => a.labels.alertname === 'NoticeDeliveriesFailing' && a.state === 'firing'),
+        (list) => list.length > 0,
+        60_000,
+        'NoticeDeliveriesFailing firing',
+      );
       expect(alerts[0]!.labels).toMatchObject({ error_code: '90012', severity: 'page' });
     } finally {
       clearInterval(writer);

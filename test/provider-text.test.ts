@@ -39,8 +39,17 @@ describe('provider text and codes', () => {
     procs.push(all);
     const dashboard = await startPipeline({ ...env.config, health: { ...env.config.health, http_port: 0 } }, ['dashboard']);
     await waitForOutput(all, /notice-service started/);
-    await insertWalletRows(env.owner, env.config.wallet_database, Array.from({ length: 231 }, (_, i) => balanceChanged(i + 1)));
-    await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.failed === 231, 60_000, 'every row failed with its own code');
+    await insertWalletRows(
+      env.owner,
+      env.config.wallet_database,
+      Array.from({ length: 231 }, (_, i) => balanceChanged(i + 1)),
+    );
+    await waitFor(
+      () => ledgerStatusCounts(env!.notice),
+      (c) => c.failed === 231,
+      60_000,
+      'every row failed with its own code',
+    );
 
     // The fake really echoed the sig: the raw answer would have carried it.
     const metrics = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
@@ -56,7 +65,9 @@ describe('provider text and codes', () => {
     const byEvent = await (await fetch(`${base}?event_id=${encodeURIComponent(balanceChanged(1).event_id!)}`, { headers })).text();
     await Promise.all([stopGracefully(all), dashboard.stop()]);
 
-    const [rows] = await env.notice.query<any[]>("SELECT CONCAT_WS(' ', last_error_code, last_error) AS t FROM notice_delivery_events UNION ALL SELECT CONCAT_WS(' ', error_code, error_message) FROM notice_delivery_history");
+    const [rows] = await env.notice.query<any[]>(
+      "SELECT CONCAT_WS(' ', last_error_code, last_error) AS t FROM notice_delivery_events UNION ALL SELECT CONCAT_WS(' ', error_code, error_message) FROM notice_delivery_history",
+    );
     const stored = rows.map((r) => String(r.t)).join('\n');
     expect(stored).toContain('usersig=[redacted]');
     expect(stored).toContain('95230'); // the ledger keeps the raw code
@@ -68,14 +79,22 @@ describe('provider text and codes', () => {
 
   it('labels, classes and redaction as pure functions', () => {
     expect(new Set(Array.from({ length: 231 }, (_, i) => errorCodeLabel(String(95_000 + i))))).toEqual(new Set(['other']));
-    expect([errorCodeLabel('90012'), errorCodeLabel('HTTP_502'), errorCodeLabel('HTTP_404'), errorCodeLabel('ECONNRESET'), errorCodeLabel('SEND_INTERRUPTED'), errorCodeLabel('weird code'), errorCodeLabel('')])
-      .toEqual(['90012', 'HTTP_5xx', 'HTTP_4xx', 'ECONNRESET', 'SEND_INTERRUPTED', 'other', '']);
+    expect([
+      errorCodeLabel('90012'),
+      errorCodeLabel('HTTP_502'),
+      errorCodeLabel('HTTP_404'),
+      errorCodeLabel('ECONNRESET'),
+      errorCodeLabel('SEND_INTERRUPTED'),
+      errorCodeLabel('weird code'),
+      errorCodeLabel(''),
+    ]).toEqual(['90012', 'HTTP_5xx', 'HTTP_4xx', 'ECONNRESET', 'SEND_INTERRUPTED', 'other', '']);
     // 90057 is a rate limit for sendmsg but "DataId longer than 64 bytes" for timpush/batch: permanent there.
     expect(classifyErrorCode(90057, 'im')).toBe('rate_limited');
     expect(classifyErrorCode(90057, 'push')).toBe('permanent');
     const sig = 'eJwtzEEKgjAQQNG7zNpFEo3JXbRpEVQQ7YJhJk0wM8aJFNHdK7S7-v4PsHIMRTfqBxEl';
-    expect(redactProviderText(`bad ?sdkappid=1&usersig=${sig}&x=1 key s3cr3t-key-value \u202Eevil`, [sig, 's3cr3t-key-value']))
-      .toBe('bad ?sdkappid=1&usersig=[redacted]&x=1 key [redacted] evil');
+    expect(redactProviderText(`bad ?sdkappid=1&usersig=${sig}&x=1 key s3cr3t-key-value \u202Eevil`, [sig, 's3cr3t-key-value'])).toBe(
+      'bad ?sdkappid=1&usersig=[redacted]&x=1 key [redacted] evil',
+    );
     expect(redactProviderText(`echo UserSig=abc&SIG=def ${sig}`, [])).toBe(`echo UserSig=[redacted]&SIG=[redacted] ${sig}`);
   });
 });

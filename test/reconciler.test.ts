@@ -25,8 +25,19 @@ const OLD = Date.now() - 3_600_000;
 
 function strandedRow(n: number) {
   return {
-    sourceName: 'wallet_outbox', appCode: 'lalu', sourceEventId: `lost_${n}`, channel: CHANNEL_TENCENT_IM_C2C, eventType: 'WalletBalanceChanged', userId: String(50000 + n),
-    noticeKind: 'wallet_notice', status: 'pending' as const, payload: JSON.stringify({ event_id: `lost_${n}` }), lastErrorCode: null, lastError: null, sourceRowId: n, sourceCreatedAtMs: OLD,
+    sourceName: 'wallet_outbox',
+    appCode: 'lalu',
+    sourceEventId: `lost_${n}`,
+    channel: CHANNEL_TENCENT_IM_C2C,
+    eventType: 'WalletBalanceChanged',
+    userId: String(50000 + n),
+    noticeKind: 'wallet_notice',
+    status: 'pending' as const,
+    payload: JSON.stringify({ event_id: `lost_${n}` }),
+    lastErrorCode: null,
+    lastError: null,
+    sourceRowId: n,
+    sourceCreatedAtMs: OLD,
   };
 }
 
@@ -34,12 +45,24 @@ function strandedRow(n: number) {
 async function setUp(rows: number, maxQueuedJobs?: number) {
   env = await createTestEnv({ reconciler: { interval: '60s', pending_grace: '1s', batch_size: 100 } });
   const ledger = new LedgerRepository(env.notice);
-  await ledger.insertIfAbsent(Array.from({ length: rows }, (_, i) => strandedRow(i)), OLD);
+  await ledger.insertIfAbsent(
+    Array.from({ length: rows }, (_, i) => strandedRow(i)),
+    OLD,
+  );
   redis = createRedis(env.config.redis.url, 'producer');
   queues = createDeliverQueues(redis, env.config.redis.prefix, channelQueueSpecs(env.config));
   // The rows are wallet notices: their jobs live in that kind's queue.
   queue = queues.queueFor({ channel: 'tencent_im_c2c', noticeKind: 'wallet_notice' });
-  const reconciler = new Reconciler({ ledger, queues, redis, config: env.config, owner: 'test', maxRetryFor: () => 5, maxQueuedJobs, logger: pino({ level: 'silent' }) });
+  const reconciler = new Reconciler({
+    ledger,
+    queues,
+    redis,
+    config: env.config,
+    owner: 'test',
+    maxRetryFor: () => 5,
+    maxQueuedJobs,
+    logger: pino({ level: 'silent' }),
+  });
   return { ledger, reconciler, waiting: () => queuedJobs(queue!) };
 }
 
@@ -71,7 +94,9 @@ describe('reconciler: rebuilding the work list after Redis is lost', () => {
     await env!.notice.query('UPDATE notice_delivery_events SET updated_at_ms = ?', [OLD]);
     const pass = await reconciler.runOnce();
     expect(pass).toMatchObject({ requeued: 0, stranded: 100, live: 100 });
-    expect((await ledger.get({ sourceName: 'wallet_outbox', appCode: 'lalu', sourceEventId: 'lost_0', channel: CHANNEL_TENCENT_IM_C2C }))!.updatedAtMs).toBe(OLD);
+    expect((await ledger.get({ sourceName: 'wallet_outbox', appCode: 'lalu', sourceEventId: 'lost_0', channel: CHANNEL_TENCENT_IM_C2C }))!.updatedAtMs).toBe(
+      OLD,
+    );
   });
 
   it('replaces a finished job under the same id instead of letting it swallow the add', async () => {

@@ -30,18 +30,37 @@ async function deleteQueueKeys(env: TestEnv): Promise<number> {
 
 function pendingRow(n: number) {
   return {
-    sourceName: 'wallet_outbox', appCode: 'lalu', sourceEventId: `crash_${n}`, channel: CHANNEL_TENCENT_IM_C2C, eventType: 'WalletBalanceChanged', userId: String(40000 + n),
-    noticeKind: 'wallet_notice', status: 'pending' as const, payload: JSON.stringify({ event_id: `crash_${n}` }), lastErrorCode: null, lastError: null, sourceRowId: n, sourceCreatedAtMs: Date.now(),
+    sourceName: 'wallet_outbox',
+    appCode: 'lalu',
+    sourceEventId: `crash_${n}`,
+    channel: CHANNEL_TENCENT_IM_C2C,
+    eventType: 'WalletBalanceChanged',
+    userId: String(40000 + n),
+    noticeKind: 'wallet_notice',
+    status: 'pending' as const,
+    payload: JSON.stringify({ event_id: `crash_${n}` }),
+    lastErrorCode: null,
+    lastError: null,
+    sourceRowId: n,
+    sourceCreatedAtMs: Date.now(),
   };
 }
 
 describe('recovery: MySQL is the truth, Redis can be lost', () => {
   it('re-enqueues rows whose ingest crashed between the ledger insert and the enqueue', async () => {
     env = await createTestEnv(fast);
-    await new LedgerRepository(env.notice).insertIfAbsent(Array.from({ length: 20 }, (_, i) => pendingRow(i)), Date.now() - 1000);
+    await new LedgerRepository(env.notice).insertIfAbsent(
+      Array.from({ length: 20 }, (_, i) => pendingRow(i)),
+      Date.now() - 1000,
+    );
     const proc = await startPipeline(env.config, ['deliver']);
     procs.push(proc);
-    await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 20, 15_000, 'reconciled deliveries');
+    await waitFor(
+      () => ledgerStatusCounts(env!.notice),
+      (c) => c.delivered === 20,
+      15_000,
+      'reconciled deliveries',
+    );
     expect(env.fakeIm.messages()).toHaveLength(20);
   });
 
@@ -50,11 +69,24 @@ describe('recovery: MySQL is the truth, Redis can be lost', () => {
     env.fakeIm.setFaults({ delay_ms: 30 });
     const proc = await startPipeline(env.config);
     procs.push(proc);
-    await insertWalletRows(env.owner, env.config.wallet_database, Array.from({ length: 300 }, (_, i) => balanceChanged(i + 1)));
-    await waitFor(async () => env!.fakeIm.messages().length, (n) => n >= 30, 15_000);
+    await insertWalletRows(
+      env.owner,
+      env.config.wallet_database,
+      Array.from({ length: 300 }, (_, i) => balanceChanged(i + 1)),
+    );
+    await waitFor(
+      async () => env!.fakeIm.messages().length,
+      (n) => n >= 30,
+      15_000,
+    );
     const deleted = await deleteQueueKeys(env);
     expect(deleted).toBeGreaterThan(0);
-    await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 300, 30_000, 'all delivered after the wipe');
+    await waitFor(
+      () => ledgerStatusCounts(env!.notice),
+      (c) => c.delivered === 300,
+      30_000,
+      'all delivered after the wipe',
+    );
     // A resend is possible only for sends in flight at the wipe; Tencent's duplicate filter drops those.
     expect(env.fakeIm.delivered()).toHaveLength(300);
     expect(env.fakeIm.messages().length - 300).toBeLessThanOrEqual(4);
@@ -69,9 +101,19 @@ describe('recovery: MySQL is the truth, Redis can be lost', () => {
     procs.push(proc);
     await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(1)]);
     const key = { sourceName: 'wallet_outbox', appCode: 'lalu', sourceEventId: 'tx_1:WalletBalanceChanged:10001:COIN', channel: CHANNEL_TENCENT_IM_C2C };
-    await waitFor(async () => (await proc.queues.getJob({ ...key, noticeKind: 'wallet_notice' }))?.getState(), (s) => s === 'delayed', 10_000, 'delayed retry');
+    await waitFor(
+      async () => (await proc.queues.getJob({ ...key, noticeKind: 'wallet_notice' }))?.getState(),
+      (s) => s === 'delayed',
+      10_000,
+      'delayed retry',
+    );
     await (await proc.queues.getJob({ ...key, noticeKind: 'wallet_notice' }))!.remove();
-    await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 1, 15_000, 'delivered after the job was removed');
+    await waitFor(
+      () => ledgerStatusCounts(env!.notice),
+      (c) => c.delivered === 1,
+      15_000,
+      'delivered after the job was removed',
+    );
     expect((await new LedgerRepository(env.notice).get(key))!.attemptCount).toBe(2);
   });
 
@@ -82,7 +124,11 @@ describe('recovery: MySQL is the truth, Redis can be lost', () => {
     // Three earlier claims that never recorded an outcome: three workers died mid-send.
     await env.notice.query("UPDATE notice_delivery_events SET claim_count = 3 WHERE source_event_id = 'crash_1'");
     procs.push(await startPipeline(env.config, ['deliver']));
-    const row = await waitFor(() => ledger.get({ sourceName: 'wallet_outbox', appCode: 'lalu', sourceEventId: 'crash_1', channel: CHANNEL_TENCENT_IM_C2C }), (r) => r?.status === 'failed', 15_000);
+    const row = await waitFor(
+      () => ledger.get({ sourceName: 'wallet_outbox', appCode: 'lalu', sourceEventId: 'crash_1', channel: CHANNEL_TENCENT_IM_C2C }),
+      (r) => r?.status === 'failed',
+      15_000,
+    );
     expect(row!.lastErrorCode).toBe('POISON');
     expect(row!.lastError).toContain('3 sends started but never finished');
     expect(env.fakeIm.getStats().requests).toBe(0);
@@ -93,9 +139,15 @@ describe('recovery: MySQL is the truth, Redis can be lost', () => {
     env = await createTestEnv({ reconciler: { enabled: false, pending_grace: '500ms' }, retention: { delivered: '1h', failed: '2h', purge_batch_size: 2 } });
     const ledger = new LedgerRepository(env.notice);
     const old = Date.now() - 3 * 3600_000;
-    await ledger.insertIfAbsent(Array.from({ length: 9 }, (_, i) => pendingRow(i)), old);
+    await ledger.insertIfAbsent(
+      Array.from({ length: 9 }, (_, i) => pendingRow(i)),
+      old,
+    );
     const set = (status: string, ids: number[], updated: number) =>
-      env!.notice.query(`UPDATE notice_delivery_events SET status = ?, updated_at_ms = ?, lock_until_ms = ? WHERE source_event_id IN (${ids.map(() => '?').join(',')})`, [status, updated, Date.now() + 3600_000, ...ids.map((i) => `crash_${i}`)]);
+      env!.notice.query(
+        `UPDATE notice_delivery_events SET status = ?, updated_at_ms = ?, lock_until_ms = ? WHERE source_event_id IN (${ids.map(() => '?').join(',')})`,
+        [status, updated, Date.now() + 3600_000, ...ids.map((i) => `crash_${i}`)],
+      );
     await set('delivered', [0, 1, 2], old);
     await set('delivered', [3], Date.now()); // recent: kept
     await set('failed', [4], old);
@@ -104,7 +156,10 @@ describe('recovery: MySQL is the truth, Redis can be lost', () => {
     await set('failed', [7], Date.now() - 1.5 * 3600_000); // younger than failed retention: kept
     // crash_8 stays pending (old): the reconciler sends it, it is never purged while in flight.
     // History older than retention.delivered goes too; a recent entry stays.
-    await env.notice.query("INSERT INTO notice_delivery_history (source_name, app_code, source_event_id, channel, at_ms, event, actor) VALUES ('wallet_outbox', 'lalu', 'crash_0', 'tencent_im_c2c', ?, 'retryable', 'w'), ('wallet_outbox', 'lalu', 'crash_5', 'tencent_im_c2c', ?, 'retryable', 'w')", [old, Date.now()]);
+    await env.notice.query(
+      "INSERT INTO notice_delivery_history (source_name, app_code, source_event_id, channel, at_ms, event, actor) VALUES ('wallet_outbox', 'lalu', 'crash_0', 'tencent_im_c2c', ?, 'retryable', 'w'), ('wallet_outbox', 'lalu', 'crash_5', 'tencent_im_c2c', ?, 'retryable', 'w')",
+      [old, Date.now()],
+    );
     const proc = await startPipeline(env.config, ['deliver']);
     procs.push(proc);
     const reconciler = proc.deliver!.reconciler!;

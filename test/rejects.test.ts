@@ -27,16 +27,25 @@ const HOSTILE = '<img src=x onerror="window.__pwned=1"> not json';
 async function seedRejects(e: TestEnv): Promise<number[]> {
   const store = new RejectStore(e.notice);
   const base = { sourceName: 'room_outbox', topic: 'hyapp_room_outbox', tag: 'RoomUserKicked', deliveryAttempt: 17 };
-  await store.record({ ...base, messageId: 'M-FIXED', keys: ['rev_kick_1'], rawBody: Buffer.from(mqBody(kick(1))), reason: 'recording failed 16 times: ER_LOCK_WAIT_TIMEOUT' }, Date.now() - 7_200_000);
+  await store.record(
+    { ...base, messageId: 'M-FIXED', keys: ['rev_kick_1'], rawBody: Buffer.from(mqBody(kick(1))), reason: 'recording failed 16 times: ER_LOCK_WAIT_TIMEOUT' },
+    Date.now() - 7_200_000,
+  );
   await store.record({ ...base, messageId: 'M-POISON', keys: [], rawBody: Buffer.from(HOSTILE), reason: 'body is not JSON: Unexpected character' }, Date.now());
-  await store.record({ ...base, messageId: 'M-BINARY', keys: [], rawBody: Buffer.from([0xff, 0xfe, 0x00, 0x41]), reason: 'body is not valid UTF-8' }, Date.now());
+  await store.record(
+    { ...base, messageId: 'M-BINARY', keys: [], rawBody: Buffer.from([0xff, 0xfe, 0x00, 0x41]), reason: 'body is not valid UTF-8' },
+    Date.now(),
+  );
   const [rows] = await e.notice.query<any[]>('SELECT id, message_id FROM notice_rejected_messages ORDER BY id');
   return rows.map((r) => Number(r.id));
 }
 
 describe('rejected MQ messages', () => {
   it('are listed and filtered, their bodies shown as text or hex, and requeued through the MQ parser once the cause is fixed (audited)', async () => {
-    env = await createTestEnv({ wallet_notice_worker: { enabled: false }, dashboard: { port: 0, auth: { username: 'ops', password: PASSWORD }, environment: { label: 'test', color: '#333333' } } });
+    env = await createTestEnv({
+      wallet_notice_worker: { enabled: false },
+      dashboard: { port: 0, auth: { username: 'ops', password: PASSWORD }, environment: { label: 'test', color: '#333333' } },
+    });
     const [fixed, poison, binary] = await seedRejects(env);
     proc = await startPipeline(env.config, ['deliver', 'dashboard']);
     const api = `http://127.0.0.1:${proc.dashboard!.port}/admin/api/rejects`;
@@ -53,17 +62,44 @@ describe('rejected MQ messages', () => {
     expect((await (await fetch(`${api}/${poison}`, { headers: auth })).json()).body).toMatchObject({ utf8: true, text: HOSTILE });
     expect((await fetch(`${api}/999999`, { headers: auth })).status).toBe(404);
 
-    const bad = await fetch(`${api}/requeue`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ ids: ['1; DROP TABLE x'] }) });
+    const bad = await fetch(`${api}/requeue`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ ids: ['1; DROP TABLE x'] }),
+    });
     expect(bad.status).toBe(400);
-    const requeue = await fetch(`${api}/requeue`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ ids: [fixed, poison, 424242] }) });
-    expect(await requeue.json()).toEqual({ requeued: [fixed], still_rejected: [{ id: poison, reason: expect.stringMatching(/^body is not JSON/) }], missing: [424242] });
-    await waitFor(async () => env!.fakeIm.delivered().map((m) => JSON.parse(m.data).event_id), (ids) => ids.includes('rev_kick_1'), 15_000, 'the fixed kick delivered');
+    const requeue = await fetch(`${api}/requeue`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ ids: [fixed, poison, 424242] }),
+    });
+    expect(await requeue.json()).toEqual({
+      requeued: [fixed],
+      still_rejected: [{ id: poison, reason: expect.stringMatching(/^body is not JSON/) }],
+      missing: [424242],
+    });
+    await waitFor(
+      async () => env!.fakeIm.delivered().map((m) => JSON.parse(m.data).event_id),
+      (ids) => ids.includes('rev_kick_1'),
+      15_000,
+      'the fixed kick delivered',
+    );
     expect((await (await fetch(api, { headers: auth })).json()).total).toBe(2);
     const audit = await (await fetch(`http://127.0.0.1:${proc.dashboard!.port}/admin/api/notices/audit`, { headers: auth })).json();
-    expect(audit.actions[0]).toMatchObject({ actor: 'ops', via: 'dashboard', action: 'requeue_rejected', matched: 2, affected: 1, detail: { still_rejected: 1, missing: 1 } });
+    expect(audit.actions[0]).toMatchObject({
+      actor: 'ops',
+      via: 'dashboard',
+      action: 'requeue_rejected',
+      matched: 2,
+      affected: 1,
+      detail: { still_rejected: 1, missing: 1 },
+    });
 
     // In the page, a hostile body is text: no element is made from it, no script runs.
-    browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu'] });
+    browser = await chromium.launch({
+      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+      args: ['--headless', '--no-sandbox', '--disable-gpu'],
+    });
     const page = await (await browser.newContext({ httpCredentials: { username: 'ops', password: PASSWORD } })).newPage();
     await page.goto(`http://127.0.0.1:${proc.dashboard!.port}/admin/notices`);
     const row = page.locator(`tr[data-reject-id="${poison}"]`);
@@ -87,7 +123,12 @@ describe('rejected MQ messages', () => {
     expect((await run(['rejects', 'show', String(poison)])).json.body.text).toBe(HOSTILE);
     const requeued = await run(['rejects', 'requeue', String(fixed), String(poison)]);
     expect(requeued.json).toMatchObject({ requeued: [fixed], still_rejected: [{ id: poison }] });
-    await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 1, 15_000, 'delivered');
+    await waitFor(
+      () => ledgerStatusCounts(env!.notice),
+      (c) => c.delivered === 1,
+      15_000,
+      'delivered',
+    );
     const [actions] = await env.notice.query<any[]>('SELECT actor, via, action FROM notice_operator_actions');
     expect(actions).toEqual([{ actor: `${userInfo().username}@${hostname()}`, via: 'cli', action: 'requeue_rejected' }]);
     const badId = spawnNotice(['rejects', 'requeue', 'abc', '--config', env.configFile]);
@@ -102,16 +143,43 @@ describe('rejected MQ messages', () => {
     const store = new RejectStore(env.notice);
     const base = { sourceName: 'room_outbox', topic: 'hyapp_room_outbox', tag: 'RoomUserKicked', deliveryAttempt: 1, keys: [] };
     const huge = Buffer.alloc(4 * 1024 * 1024, 'x');
-    await store.record({ ...base, messageId: 'M-HUGE', rawBody: huge, reason: 'body is 4194304 bytes; more than 65536 can never fit one IM message' }, Date.now());
-    const [[row]] = await env.notice.query<any[]>("SELECT id, LENGTH(raw_body) AS kept, body_bytes, HEX(body_sha256) AS sha FROM notice_rejected_messages WHERE message_id = 'M-HUGE'");
-    expect([Number(row.kept), Number(row.body_bytes), String(row.sha).toLowerCase()]).toEqual([65_536, huge.length, createHash('sha256').update(huge).digest('hex')]);
+    await store.record(
+      { ...base, messageId: 'M-HUGE', rawBody: huge, reason: 'body is 4194304 bytes; more than 65536 can never fit one IM message' },
+      Date.now(),
+    );
+    const [[row]] = await env.notice.query<any[]>(
+      "SELECT id, LENGTH(raw_body) AS kept, body_bytes, HEX(body_sha256) AS sha FROM notice_rejected_messages WHERE message_id = 'M-HUGE'",
+    );
+    expect([Number(row.kept), Number(row.body_bytes), String(row.sha).toLowerCase()]).toEqual([
+      65_536,
+      huge.length,
+      createHash('sha256').update(huge).digest('hex'),
+    ]);
     const { requeueRejected } = await import('../src/ops/reject-requeue.ts');
-    const again = await requeueRejected({ rejects: store, entryFor: () => ({ parse: () => { throw new Error('must not parse a kept prefix'); }, recorder: null as never }) }, [Number(row.id)]);
+    const again = await requeueRejected(
+      {
+        rejects: store,
+        entryFor: () => ({
+          parse: () => {
+            throw new Error('must not parse a kept prefix');
+          },
+          recorder: null as never,
+        }),
+      },
+      [Number(row.id)],
+    );
     expect(again.stillRejected[0]!.reason).toMatch(/only the first 65536 of its 4194304 bytes were kept/);
 
     // A search by reason looks through the newest REASON_SEARCH_WINDOW messages: an older match is not scanned for.
     await store.record({ ...base, messageId: 'M-OLD-NEEDLE', rawBody: Buffer.from('x'), reason: 'needle in the past' }, Date.now() - 30 * 60_000);
-    const values = Array.from({ length: REASON_SEARCH_WINDOW }, (_, i) => ['room_outbox', `M-${i}`, 'hyapp_room_outbox', 1, 'hay', Date.now() - 20 * 60_000 + i]);
+    const values = Array.from({ length: REASON_SEARCH_WINDOW }, (_, i) => [
+      'room_outbox',
+      `M-${i}`,
+      'hyapp_room_outbox',
+      1,
+      'hay',
+      Date.now() - 20 * 60_000 + i,
+    ]);
     await env.notice.query('INSERT INTO notice_rejected_messages (source_name, message_id, topic, delivery_attempt, reason, created_at_ms) VALUES ?', [values]);
     expect((await store.list({ reason: 'needle', limit: 10, offset: 0 })).total).toBe(0);
     expect((await store.list({ reason: 'needle', sinceMs: Date.now() - 40 * 60_000, limit: 10, offset: 0 })).total).toBe(0);
@@ -121,7 +189,8 @@ describe('rejected MQ messages', () => {
     // Older than retention.rejected: gone once deliver's upkeep runs.
     await store.record({ ...base, messageId: 'M-ANCIENT', rawBody: Buffer.from('x'), reason: 'old' }, Date.now() - 2 * 3600_000);
     proc = await startPipeline(env.config, ['deliver']);
-    const left = async () => Number((await env!.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_rejected_messages WHERE message_id = 'M-ANCIENT'"))[0][0].n);
+    const left = async () =>
+      Number((await env!.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_rejected_messages WHERE message_id = 'M-ANCIENT'"))[0][0].n);
     await waitFor(left, (n) => n === 0, 15_000, 'the old reject purged');
     expect(Number((await env.notice.query<any[]>('SELECT COUNT(*) AS n FROM notice_rejected_messages'))[0][0].n)).toBe(REASON_SEARCH_WINDOW + 2);
   });

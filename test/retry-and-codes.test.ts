@@ -22,10 +22,18 @@ describe('retry policy', () => {
 
 describe('Tencent IM error classification', () => {
   it.each([
-    [70500, 'retry'], [20004, 'retry'], [90994, 'retry'],
-    [60007, 'rate_limited'], [60018, 'rate_limited'],
-    [70001, 'resign'], [70003, 'resign'],
-    [90012, 'permanent'], [20003, 'permanent'], [80002, 'permanent'], [60010, 'permanent'], [123456, 'permanent'],
+    [70500, 'retry'],
+    [20004, 'retry'],
+    [90994, 'retry'],
+    [60007, 'rate_limited'],
+    [60018, 'rate_limited'],
+    [70001, 'resign'],
+    [70003, 'resign'],
+    [90012, 'permanent'],
+    [20003, 'permanent'],
+    [80002, 'permanent'],
+    [60010, 'permanent'],
+    [123456, 'permanent'],
   ])('%i → %s', (code, expected) => {
     expect(classifyErrorCode(code)).toBe(expected);
   });

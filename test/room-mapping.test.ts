@@ -4,7 +4,14 @@ import { configSchema, PROXY_MAX_AWAIT_MS, PROXY_MIN_INVISIBLE_MS } from '../src
 import { parseConfigText, ConfigError } from '../src/config/load.ts';
 
 const body = (fact: Record<string, unknown>) => Buffer.from(JSON.stringify(fact));
-const kick = { event_id: 'rev_1', event_type: 'RoomUserKicked', app_code: 'lalu', room_id: 'r9', payload: { target_user_id: '42', operator_user_id: '7', reason: 'spam' }, created_at_ms: 1800000000000 };
+const kick = {
+  event_id: 'rev_1',
+  event_type: 'RoomUserKicked',
+  app_code: 'lalu',
+  room_id: 'r9',
+  payload: { target_user_id: '42', operator_user_id: '7', reason: 'spam' },
+  created_at_ms: 1800000000000,
+};
 
 describe('room MQ message mapping', () => {
   it('maps a kick to the room_outbox ledger key and the room_notice payload', () => {
@@ -14,13 +21,22 @@ describe('room MQ message mapping', () => {
     expect(parsed.fact.key).toEqual({ sourceName: 'room_outbox', appCode: 'lalu', sourceEventId: 'rev_1' });
     expect(parsed.fact.sourceCreatedAtMs).toBe(1800000000000);
     expect(parsed.fact.mapped).toEqual({
-      kind: 'notice', eventType: 'RoomUserKicked', userId: '42', noticeKind: 'room_notice',
-      payload: '{"event_type":"RoomUserKicked","event_id":"rev_1","app_code":"lalu","room_id":"r9","target_user_id":"42","operator_user_id":"7","reason":"spam","created_at_ms":5,"source_created_at_ms":1800000000000}',
+      kind: 'notice',
+      eventType: 'RoomUserKicked',
+      userId: '42',
+      noticeKind: 'room_notice',
+      payload:
+        '{"event_type":"RoomUserKicked","event_id":"rev_1","app_code":"lalu","room_id":"r9","target_user_id":"42","operator_user_id":"7","reason":"spam","created_at_ms":5,"source_created_at_ms":1800000000000}',
     });
   });
 
   it('accepts integer user ids and int64 ban times exactly', () => {
-    const parsed = parseRoomMqMessage(Buffer.from('{"event_id":"e","event_type":"RoomUserKicked","app_code":"a","room_id":12,"payload":{"target_user_id":9007199254740993,"operator_user_id":1,"reason":"","ban_until_ms":9007199254740993},"created_at_ms":1}'), 2);
+    const parsed = parseRoomMqMessage(
+      Buffer.from(
+        '{"event_id":"e","event_type":"RoomUserKicked","app_code":"a","room_id":12,"payload":{"target_user_id":9007199254740993,"operator_user_id":1,"reason":"","ban_until_ms":9007199254740993},"created_at_ms":1}',
+      ),
+      2,
+    );
     expect(parsed.kind === 'fact' && parsed.fact.mapped.kind === 'notice' && parsed.fact.mapped.payload).toContain('"target_user_id":"9007199254740993"');
     expect(parsed.kind === 'fact' && parsed.fact.mapped.kind === 'notice' && parsed.fact.mapped.payload).toContain('"ban_until_ms":9007199254740993');
   });

@@ -24,7 +24,10 @@ afterEach(async () => {
 function mqConfig(endpoint: string, extra: Record<string, unknown> = {}) {
   return {
     rocketmq: {
-      enabled: true, endpoints: endpoint, request_timeout: '3s', startup_timeout: '5s',
+      enabled: true,
+      endpoints: endpoint,
+      request_timeout: '3s',
+      startup_timeout: '5s',
       room_outbox: { enabled: true, invisible_duration: '1s', await_duration: '1s', receive_batch_size: 32, consumer_max_reconsume_times: 16, ...extra },
     },
     wallet_notice_worker: { enabled: false },
@@ -41,16 +44,46 @@ const data = (env: TestEnv) => env.fakeIm.messages().map((m) => ({ ...JSON.parse
 
 describe('room kick notices', () => {
   it('the room_outbox poller sends one room_notice to the kicked user and skips other room events', async () => {
-    env = await createTestEnv({ wallet_notice_worker: { enabled: false }, room_notice_worker: { enabled: true, poll_interval: '50ms', lock_ttl: '3s', gap_grace: '5s' } });
-    await insertRoomRows(env.owner, env.config.room_database, [kick(1, { ban_until_ms: 1800000999999 }), roomEvent(2, 'RoomCreated'), kick(3), roomEvent(4, 'RoomGiftSent')]);
+    env = await createTestEnv({
+      wallet_notice_worker: { enabled: false },
+      room_notice_worker: { enabled: true, poll_interval: '50ms', lock_ttl: '3s', gap_grace: '5s' },
+    });
+    await insertRoomRows(env.owner, env.config.room_database, [
+      kick(1, { ban_until_ms: 1800000999999 }),
+      roomEvent(2, 'RoomCreated'),
+      kick(3),
+      roomEvent(4, 'RoomGiftSent'),
+    ]);
     proc = await startPipeline(env.config);
-    await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 2);
+    await waitFor(
+      () => ledgerStatusCounts(env!.notice),
+      (c) => c.delivered === 2,
+    );
     const messages = data(env);
     expect(messages).toHaveLength(2);
     const first = messages.find((m) => m.event_id === 'rev_kick_1')!;
     expect(first).toMatchObject({ _to: '30001', _ext: 'room_notice' });
-    expect(Object.keys(first).filter((k) => !k.startsWith('_'))).toEqual(['event_type', 'event_id', 'app_code', 'room_id', 'target_user_id', 'operator_user_id', 'reason', 'ban_until_ms', 'created_at_ms', 'source_created_at_ms']);
-    expect(first).toMatchObject({ event_type: 'RoomUserKicked', app_code: 'lalu', room_id: 'room_1', operator_user_id: '10001', reason: 'spam', ban_until_ms: 1800000999999, source_created_at_ms: 1800000000001 });
+    expect(Object.keys(first).filter((k) => !k.startsWith('_'))).toEqual([
+      'event_type',
+      'event_id',
+      'app_code',
+      'room_id',
+      'target_user_id',
+      'operator_user_id',
+      'reason',
+      'ban_until_ms',
+      'created_at_ms',
+      'source_created_at_ms',
+    ]);
+    expect(first).toMatchObject({
+      event_type: 'RoomUserKicked',
+      app_code: 'lalu',
+      room_id: 'room_1',
+      operator_user_id: '10001',
+      reason: 'spam',
+      ban_until_ms: 1800000999999,
+      source_created_at_ms: 1800000000001,
+    });
     expect(messages.find((m) => m.event_id === 'rev_kick_3')).not.toHaveProperty('ban_until_ms');
     expect(proc.ingest!.pollers[0]!.stats.skipped).toBe(2);
     // notice-service never writes the owner's table, not even status.
@@ -66,10 +99,16 @@ describe('room kick notices', () => {
       await insertRoomRows(slow as never, env.config.room_database, [kick(1)]);
       await insertRoomRows(env.owner, env.config.room_database, [kick(2), kick(3)]);
       proc = await startPipeline(env.config);
-      await waitFor(async () => env!.fakeIm.delivered().length, (n) => n === 2);
+      await waitFor(
+        async () => env!.fakeIm.delivered().length,
+        (n) => n === 2,
+      );
       expect(proc.ingest!.pollers[0]!.cursor!.gaps.map(([a, b]) => [a, b])).toEqual([[1, 1]]);
       await slow.commit();
-      await waitFor(async () => env!.fakeIm.delivered().length, (n) => n === 3);
+      await waitFor(
+        async () => env!.fakeIm.delivered().length,
+        (n) => n === 3,
+      );
     } finally {
       slow.release();
     }
@@ -82,8 +121,16 @@ describe('room kick notices', () => {
     const id = proxy.publish(TOPIC, mqBody(kick(1)), { tag: 'RoomUserKicked', keys: ['rev_kick_1'] });
     proxy.publish(TOPIC, mqBody(kick(1)), { tag: 'RoomUserKicked', keys: ['rev_kick_1'] }); // a producer retry
     proxy.publish(TOPIC, mqBody(roomEvent(2, 'RoomCreated')), { tag: 'RoomCreated', keys: ['rev_RoomCreated_2'] });
-    await waitFor(async () => proxy.acked.length, (n) => n === 3, 15_000, 'three acks');
-    await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 1);
+    await waitFor(
+      async () => proxy.acked.length,
+      (n) => n === 3,
+      15_000,
+      'three acks',
+    );
+    await waitFor(
+      () => ledgerStatusCounts(env!.notice),
+      (c) => c.delivered === 1,
+    );
     expect(proxy.acked).toContain(id);
     expect(proxy.pending()).toBe(0);
     expect(data(env)).toHaveLength(1);
@@ -99,15 +146,34 @@ describe('room kick notices', () => {
     env = await createTestEnv(mqConfig(proxy.endpoint), { mysqlServerForService: mysqlServerVia(dbProxy.port) });
     proc = await startPipeline(env.config);
     const consumer = proc.ingest!.consumers[0]!;
-    await waitFor(async () => consumer.connected, (c) => c, 10_000, 'consumer connected');
+    await waitFor(
+      async () => consumer.connected,
+      (c) => c,
+      10_000,
+      'consumer connected',
+    );
     await dbProxy.down();
     const id = proxy.publish(TOPIC, mqBody(kick(5)), { tag: 'RoomUserKicked', keys: ['rev_kick_5'] });
-    await waitFor(async () => proxy.attemptsOf(id), (n) => n >= 2, 15_000, 'redelivery');
+    await waitFor(
+      async () => proxy.attemptsOf(id),
+      (n) => n >= 2,
+      15_000,
+      'redelivery',
+    );
     expect(proxy.acked).toEqual([]);
     expect(consumer.stats.recordFailures).toBeGreaterThanOrEqual(1);
     await dbProxy.up();
-    await waitFor(async () => proxy.acked, (a) => a.includes(id), 20_000, 'ack after MySQL is back');
-    await waitFor(async () => env!.fakeIm.delivered().length, (n) => n === 1, 20_000);
+    await waitFor(
+      async () => proxy.acked,
+      (a) => a.includes(id),
+      20_000,
+      'ack after MySQL is back',
+    );
+    await waitFor(
+      async () => env!.fakeIm.delivered().length,
+      (n) => n === 1,
+      20_000,
+    );
     expect(env.fakeIm.messages()).toHaveLength(1);
   });
 
@@ -119,8 +185,15 @@ describe('room kick notices', () => {
     const missing = proxy.publish(TOPIC, JSON.stringify({ event_type: 'RoomUserKicked', payload: {} }), { tag: 'RoomUserKicked' });
     const badUtf8 = proxy.publish(TOPIC, Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), { tag: 'RoomUserKicked' });
     const badPayload = proxy.publish(TOPIC, mqBody({ ...kick(9), payload: { operator_user_id: '1' } }), { tag: 'RoomUserKicked' });
-    await waitFor(async () => proxy.acked.length, (n) => n === 4, 15_000, 'four acks');
-    const [rejects] = await env.notice.query<any[]>('SELECT message_id, topic, tag, message_keys, delivery_attempt, raw_body, reason FROM notice_rejected_messages ORDER BY id');
+    await waitFor(
+      async () => proxy.acked.length,
+      (n) => n === 4,
+      15_000,
+      'four acks',
+    );
+    const [rejects] = await env.notice.query<any[]>(
+      'SELECT message_id, topic, tag, message_keys, delivery_attempt, raw_body, reason FROM notice_rejected_messages ORDER BY id',
+    );
     expect(rejects.map((r) => r.message_id).sort()).toEqual([notJson, missing, badUtf8].sort());
     const byId = Object.fromEntries(rejects.map((r) => [r.message_id, r]));
     expect(byId[notJson]).toMatchObject({ topic: TOPIC, tag: 'RoomUserKicked', message_keys: 'k1', delivery_attempt: 1 });
@@ -144,7 +217,12 @@ describe('room kick notices', () => {
     // Break the ledger for this one test: the insert fails for a reason other than availability.
     await env.notice.query('ALTER TABLE notice_delivery_events ADD COLUMN must_be_set INT NOT NULL');
     const id = proxy.publish(TOPIC, mqBody(kick(6)), { tag: 'RoomUserKicked' });
-    await waitFor(async () => proxy.acked, (a) => a.includes(id), 20_000, 'ack after giving up');
+    await waitFor(
+      async () => proxy.acked,
+      (a) => a.includes(id),
+      20_000,
+      'ack after giving up',
+    );
     expect(proxy.attemptsOf(id)).toBe(-1);
     const [rejects] = await env.notice.query<any[]>('SELECT message_id, delivery_attempt, reason FROM notice_rejected_messages');
     expect(rejects).toHaveLength(1);
@@ -158,13 +236,22 @@ describe('room kick notices', () => {
     proc = await startPipeline(env.config);
     const consumer = proc.ingest!.consumers[0]!;
     proxy.publish(TOPIC, mqBody(kick(1)), { tag: 'RoomUserKicked' });
-    await waitFor(async () => env!.fakeIm.delivered().length, (n) => n === 1, 15_000);
+    await waitFor(
+      async () => env!.fakeIm.delivered().length,
+      (n) => n === 1,
+      15_000,
+    );
     await proxy.stop();
     await new Promise((r) => setTimeout(r, 1500));
     await proxy.restart();
     proxy.receiveFailures = { code: 'INTERNAL_SERVER_ERROR', count: 4 };
     proxy.publish(TOPIC, mqBody(kick(2)), { tag: 'RoomUserKicked' });
-    await waitFor(async () => env!.fakeIm.delivered().length, (n) => n === 2, 30_000, 'delivery after the proxy came back');
+    await waitFor(
+      async () => env!.fakeIm.delivered().length,
+      (n) => n === 2,
+      30_000,
+      'delivery after the proxy came back',
+    );
     expect(consumer.stats.receiveFailures).toBeGreaterThan(0);
     expect(consumer.isRunning).toBe(true);
   });
@@ -178,8 +265,18 @@ describe('room kick notices', () => {
       await insertRoomRows(env.owner, env.config.room_database, facts);
       for (const f of facts) proxy.publish(TOPIC, mqBody(f), { tag: 'RoomUserKicked', keys: [f.event_id] });
     }
-    await waitFor(() => ledgerStatusCounts(env!.notice), (c) => c.delivered === 500, 30_000, '500 delivered');
-    await waitFor(async () => proxy.acked.length, (n) => n === 500, 15_000, '500 acks');
+    await waitFor(
+      () => ledgerStatusCounts(env!.notice),
+      (c) => c.delivered === 500,
+      30_000,
+      '500 delivered',
+    );
+    await waitFor(
+      async () => proxy.acked.length,
+      (n) => n === 500,
+      15_000,
+      '500 acks',
+    );
     await new Promise((r) => setTimeout(r, 500));
     expect(env.fakeIm.messages()).toHaveLength(500);
     expect(new Set(env.fakeIm.messages().map((m) => JSON.parse(m.data).event_id)).size).toBe(500);
@@ -199,10 +296,17 @@ describe('demo producer (docker compose `demo --publish-kicks`)', () => {
     } finally {
       await publisher.close();
     }
-    const [kicks] = await env.owner.query<any[]>(`SELECT event_id FROM \`${env.config.room_database}\`.room_outbox WHERE event_type IN ('RoomUserKicked', 'RoomRocketRewardGranted')`);
+    const [kicks] = await env.owner.query<any[]>(
+      `SELECT event_id FROM \`${env.config.room_database}\`.room_outbox WHERE event_type IN ('RoomUserKicked', 'RoomRocketRewardGranted')`,
+    );
     expect(kicks.length).toBeGreaterThan(0);
     expect(proxy.calls.sendMessage).toBe(kicks.length);
-    await waitFor(async () => env!.fakeIm.delivered().length, (n) => n === kicks.length, 15_000, 'a room_notice per published event');
+    await waitFor(
+      async () => env!.fakeIm.delivered().length,
+      (n) => n === kicks.length,
+      15_000,
+      'a room_notice per published event',
+    );
     expect(new Set(env.fakeIm.delivered().map((m) => JSON.parse(m.data).event_id))).toEqual(new Set(kicks.map((k) => k.event_id)));
     expect(env.fakeIm.delivered().every((m) => m.ext === 'room_notice')).toBe(true);
   });

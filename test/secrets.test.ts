@@ -31,19 +31,43 @@ describe('secrets never reach logs, errors or job data', () => {
       tencent_im: { request_timeout: '500ms' },
       wallet_notice_worker: { max_retry_count: 10 },
       room_notice_worker: { max_retry_count: 10 },
-      rocketmq: { enabled: true, endpoints: mq.endpoint, access_key: MQ_ACCESS, secret_key: MQ_SECRET, room_outbox: { enabled: true, invisible_duration: '1s', await_duration: '1s' } },
+      rocketmq: {
+        enabled: true,
+        endpoints: mq.endpoint,
+        access_key: MQ_ACCESS,
+        secret_key: MQ_SECRET,
+        room_outbox: { enabled: true, invisible_duration: '1s', await_duration: '1s' },
+      },
     });
-    env.fakeIm.setFaults({ errors: [{ code: 70001, count: 2 }, { code: 70003, count: 1 }], drop_connections: 1, http_errors: 1, timeout_rate: 0.3, timeout_ms: 800 });
+    env.fakeIm.setFaults({
+      errors: [
+        { code: 70001, count: 2 },
+        { code: 70003, count: 1 },
+      ],
+      drop_connections: 1,
+      http_errors: 1,
+      timeout_rate: 0.3,
+      timeout_ms: 800,
+    });
     const ingest = spawnNotice(['ingest', '--config', env.configFile]);
     const deliver = spawnNotice(['deliver', '--config', env.configFile]);
     procs.push(ingest, deliver);
     await Promise.all([waitForOutput(ingest, /notice-service started/), waitForOutput(deliver, /notice-service started/)]);
-    await insertWalletRows(env.owner, env.config.wallet_database, Array.from({ length: 10 }, (_, i) => balanceChanged(i + 1)));
+    await insertWalletRows(
+      env.owner,
+      env.config.wallet_database,
+      Array.from({ length: 10 }, (_, i) => balanceChanged(i + 1)),
+    );
     mq.publish('hyapp_room_outbox', mqBody(kick(1)), { tag: 'RoomUserKicked' });
     mq.publish('hyapp_room_outbox', 'poison {', { tag: 'RoomUserKicked' });
     // Every event reaches a final state; which one does not matter here (a CPU-starved CI run may exhaust an
     // event's retries under this many injected faults) — what matters is what the logs said on the way.
-    await waitFor(() => ledgerStatusCounts(env!.notice), (c) => (c.delivered ?? 0) + (c.failed ?? 0) === 11, 60_000, 'all final');
+    await waitFor(
+      () => ledgerStatusCounts(env!.notice),
+      (c) => (c.delivered ?? 0) + (c.failed ?? 0) === 11,
+      60_000,
+      'all final',
+    );
     await Promise.all([stopGracefully(ingest), stopGracefully(deliver)]);
 
     const output = ingest.output() + deliver.output();
@@ -78,8 +102,24 @@ describe('secrets never reach logs, errors or job data', () => {
     const all = spawnNotice(['all', '--config', env.configFile]);
     procs.push(all);
     await waitForOutput(all, /notice-service started/);
-    await insertActivityRows(env.owner, env.config.activity_database, Array.from({ length: 10 }, (_, i) => ({ event_id: `sec_${i}`, event_type: 'TaskCompleted', user_id: String(95000 + i), payload: { task_id: 'task_secret_payload', progress: 1, target: 1 } })));
-    const finalRows = async () => Number((await env!.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_delivery_events WHERE channel = 'tencent_push' AND status IN ('delivered', 'delivered_unconfirmed', 'failed')"))[0][0].n);
+    await insertActivityRows(
+      env.owner,
+      env.config.activity_database,
+      Array.from({ length: 10 }, (_, i) => ({
+        event_id: `sec_${i}`,
+        event_type: 'TaskCompleted',
+        user_id: String(95000 + i),
+        payload: { task_id: 'task_secret_payload', progress: 1, target: 1 },
+      })),
+    );
+    const finalRows = async () =>
+      Number(
+        (
+          await env!.notice.query<any[]>(
+            "SELECT COUNT(*) AS n FROM notice_delivery_events WHERE channel = 'tencent_push' AND status IN ('delivered', 'delivered_unconfirmed', 'failed')",
+          )
+        )[0][0].n,
+      );
     await waitFor(finalRows, (n) => n === 10, 60_000, 'every push final');
     await stopGracefully(all);
     const output = all.output();
@@ -88,7 +128,9 @@ describe('secrets never reach logs, errors or job data', () => {
     expect(output).not.toMatch(/usersig=/i);
     expect(output).not.toMatch(/eJ[wyz][A-Za-z0-9*_-]{40,}/);
     // What operators read (the ledger's errors and the history) holds codes and messages, never the key or a sig.
-    const [rows] = await env.notice.query<any[]>("SELECT CONCAT_WS(' ', last_error_code, last_error, provider_ref) AS t FROM notice_delivery_events UNION ALL SELECT CONCAT_WS(' ', error_code, error_message) FROM notice_delivery_history");
+    const [rows] = await env.notice.query<any[]>(
+      "SELECT CONCAT_WS(' ', last_error_code, last_error, provider_ref) AS t FROM notice_delivery_events UNION ALL SELECT CONCAT_WS(' ', error_code, error_message) FROM notice_delivery_history",
+    );
     const stored = rows.map((r) => String(r.t)).join('\n');
     expect(stored).not.toContain(TEST_SECRET);
     expect(stored).not.toMatch(/usersig|eJ[wyz][A-Za-z0-9*_-]{40,}/i);
@@ -96,7 +138,11 @@ describe('secrets never reach logs, errors or job data', () => {
 
   it('config errors name the key, never the secret value', () => {
     try {
-      parseConfigText('mysql: { url: "postgres://notice:Pa55w0rdSecret@db/x" }\nredis: { url: "redis://:RedisSecret99@r" , prefix: 5 }\ntencent_im: { enabled: true, secret_key: 12345678 }', 't', {});
+      parseConfigText(
+        'mysql: { url: "postgres://notice:Pa55w0rdSecret@db/x" }\nredis: { url: "redis://:RedisSecret99@r" , prefix: 5 }\ntencent_im: { enabled: true, secret_key: 12345678 }',
+        't',
+        {},
+      );
       throw new Error('accepted');
     } catch (err) {
       expect(err).toBeInstanceOf(ConfigError);

@@ -8,7 +8,8 @@ const row = (over: Record<string, unknown> = {}) => ({
   event_type: 'WalletBalanceChanged',
   user_id: '10001',
   created_at_ms: 1710000000000,
-  payload: '{"transaction_id":"tx_xxx","command_id":"gift_cmd_001","asset_type":"COIN","available_delta":-9900,"frozen_delta":0,"available_after":1123123,"frozen_after":0,"balance_version":18,"metadata":{}}',
+  payload:
+    '{"transaction_id":"tx_xxx","command_id":"gift_cmd_001","asset_type":"COIN","available_delta":-9900,"frozen_delta":0,"available_after":1123123,"frozen_after":0,"balance_version":18,"metadata":{}}',
   ...over,
 });
 
@@ -25,7 +26,8 @@ describe('wallet notice mapping', () => {
   });
 
   it('keeps int64 values beyond 2^53 exact', () => {
-    const payload = '{"transaction_id":"t","command_id":"c","asset_type":"COIN","available_delta":-9007199254740993,"frozen_delta":0,"available_after":9223372036854775807,"frozen_after":0,"balance_version":9007199254740993,"metadata":{"big":12345678901234567890}}';
+    const payload =
+      '{"transaction_id":"t","command_id":"c","asset_type":"COIN","available_delta":-9007199254740993,"frozen_delta":0,"available_after":9223372036854775807,"frozen_after":0,"balance_version":9007199254740993,"metadata":{"big":12345678901234567890}}';
     const mapped = mapWalletOutboxRow(row({ payload }), 1);
     expect(mapped.kind).toBe('notice');
     if (mapped.kind !== 'notice') return;
@@ -36,13 +38,44 @@ describe('wallet notice mapping', () => {
   });
 
   it('builds the VipActivated payload with Ext vip_notice', () => {
-    const payload = JSON.stringify({ transaction_id: 'wtx_xxx', command_id: 'vip_purchase_10001_6_1790000000000', source: 'vip_purchase', action: 'upgrade', previous_level: 3, level: 6, vip_name: 'VIP6', started_at_ms: 1790000000000, expires_at_ms: 1792592000000, reward_resource_group_id: 101, resource_grant_id: 'rgr_xxx', reward_items: [] });
+    const payload = JSON.stringify({
+      transaction_id: 'wtx_xxx',
+      command_id: 'vip_purchase_10001_6_1790000000000',
+      source: 'vip_purchase',
+      action: 'upgrade',
+      previous_level: 3,
+      level: 6,
+      vip_name: 'VIP6',
+      started_at_ms: 1790000000000,
+      expires_at_ms: 1792592000000,
+      reward_resource_group_id: 101,
+      resource_grant_id: 'rgr_xxx',
+      reward_items: [],
+    });
     const mapped = mapWalletOutboxRow(row({ event_type: 'VipActivated', event_id: 'wev_xxx', payload, created_at_ms: 1790000000000 }), 5);
     expect(mapped.kind).toBe('notice');
     if (mapped.kind !== 'notice') return;
     expect(mapped.noticeKind).toBe('vip_notice');
     expect(JSON.parse(mapped.payload)).toEqual({
-      event_type: 'VipActivated', event_id: 'wev_xxx', app_code: 'lalu', transaction_id: 'wtx_xxx', command_id: 'vip_purchase_10001_6_1790000000000', user_id: '10001', asset_type: 'VIP', source: 'vip_purchase', action: 'upgrade', previous_level: 3, level: 6, vip_name: 'VIP6', started_at_ms: 1790000000000, expires_at_ms: 1792592000000, reward_resource_group_id: 101, resource_grant_id: 'rgr_xxx', reward_items: [], created_at_ms: 5, source_created_at_ms: 1790000000000,
+      event_type: 'VipActivated',
+      event_id: 'wev_xxx',
+      app_code: 'lalu',
+      transaction_id: 'wtx_xxx',
+      command_id: 'vip_purchase_10001_6_1790000000000',
+      user_id: '10001',
+      asset_type: 'VIP',
+      source: 'vip_purchase',
+      action: 'upgrade',
+      previous_level: 3,
+      level: 6,
+      vip_name: 'VIP6',
+      started_at_ms: 1790000000000,
+      expires_at_ms: 1792592000000,
+      reward_resource_group_id: 101,
+      resource_grant_id: 'rgr_xxx',
+      reward_items: [],
+      created_at_ms: 5,
+      source_created_at_ms: 1790000000000,
     });
   });
 

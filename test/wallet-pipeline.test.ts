@@ -27,8 +27,18 @@ describe('wallet notices end to end (MariaDB + Redis + fake-im)', () => {
     await insertWalletRows(env.owner, env.config.wallet_database, [{ event_id: 'other', event_type: 'WalletFrozen', user_id: '1', payload: '{}' }]);
     procs.push(await startPipeline(env.config));
 
-    await waitFor(async () => env.fakeIm.delivered().length, (n) => n >= 170, 30_000, '170 messages');
-    await waitFor(() => ledgerStatusCounts(env.notice), (c) => c.delivered === 170, 10_000, 'ledger delivered');
+    await waitFor(
+      async () => env.fakeIm.delivered().length,
+      (n) => n >= 170,
+      30_000,
+      '170 messages',
+    );
+    await waitFor(
+      () => ledgerStatusCounts(env.notice),
+      (c) => c.delivered === 170,
+      10_000,
+      'ledger delivered',
+    );
     const messages = env.fakeIm.messages();
     expect(messages).toHaveLength(170);
     expect(messages.filter((m) => m.duplicate)).toHaveLength(0);
@@ -40,7 +50,14 @@ describe('wallet notices end to end (MariaDB + Redis + fake-im)', () => {
     expect(sample.toAccount).toBe('10007');
     const row = await ledgerRow('tx_7:WalletBalanceChanged:10007:COIN');
     expect(sample.data).toBe(row.payload);
-    expect(row).toMatchObject({ status: 'delivered', attempt_count: 1, user_id: '10007', notice_kind: 'wallet_notice', provider_ref: sample.msgKey, source_created_at_ms: 1710000000007 });
+    expect(row).toMatchObject({
+      status: 'delivered',
+      attempt_count: 1,
+      user_id: '10007',
+      notice_kind: 'wallet_notice',
+      provider_ref: sample.msgKey,
+      source_created_at_ms: 1710000000007,
+    });
     expect(JSON.parse(sample.data)).toMatchObject({ event_type: 'WalletBalanceChanged', balance_version: 7, source_created_at_ms: 1710000000007 });
     // The unhandled event type was skipped and counted, not recorded.
     expect(procs[0]!.ingest!.pollers[0]!.stats.skipped).toBe(1);
@@ -50,10 +67,19 @@ describe('wallet notices end to end (MariaDB + Redis + fake-im)', () => {
   it('keeps int64 balances exact from outbox to the IM message', async () => {
     env = await createTestEnv();
     await insertWalletRows(env.owner, env.config.wallet_database, [
-      { event_id: 'big', event_type: 'WalletBalanceChanged', user_id: '10001', payload: '{"transaction_id":"t","command_id":"c","asset_type":"COIN","available_delta":9007199254740993,"frozen_delta":-9223372036854775808,"available_after":9223372036854775807,"frozen_after":0,"balance_version":9007199254740995}' },
+      {
+        event_id: 'big',
+        event_type: 'WalletBalanceChanged',
+        user_id: '10001',
+        payload:
+          '{"transaction_id":"t","command_id":"c","asset_type":"COIN","available_delta":9007199254740993,"frozen_delta":-9223372036854775808,"available_after":9223372036854775807,"frozen_after":0,"balance_version":9007199254740995}',
+      },
     ]);
     procs.push(await startPipeline(env.config));
-    await waitFor(async () => env.fakeIm.delivered().length, (n) => n === 1);
+    await waitFor(
+      async () => env.fakeIm.delivered().length,
+      (n) => n === 1,
+    );
     const data = env.fakeIm.delivered()[0]!.data;
     expect(data).toContain('"available_delta":9007199254740993');
     expect(data).toContain('"frozen_delta":-9223372036854775808');
@@ -66,24 +92,47 @@ describe('wallet notices end to end (MariaDB + Redis + fake-im)', () => {
     env.fakeIm.setFaults({ errors: [{ code: 70500, count: 1, to_account: '10001' }], http_errors: 0 });
     await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(1)]);
     procs.push(await startPipeline(env.config));
-    await waitFor(async () => (await ledgerRow('tx_1:WalletBalanceChanged:10001:COIN'))?.status, (s) => s === 'delivered');
+    await waitFor(
+      async () => (await ledgerRow('tx_1:WalletBalanceChanged:10001:COIN'))?.status,
+      (s) => s === 'delivered',
+    );
     expect(await ledgerRow('tx_1:WalletBalanceChanged:10001:COIN')).toMatchObject({ attempt_count: 2, last_error_code: null });
 
     env.fakeIm.setFaults({ http_errors: 1, drop_connections: 1, errors: [{ code: 20004, count: 1 }] });
     await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(2)]);
-    await waitFor(async () => (await ledgerRow('tx_2:WalletBalanceChanged:10002:COIN'))?.status, (s) => s === 'delivered');
+    await waitFor(
+      async () => (await ledgerRow('tx_2:WalletBalanceChanged:10002:COIN'))?.status,
+      (s) => s === 'delivered',
+    );
     expect((await ledgerRow('tx_2:WalletBalanceChanged:10002:COIN')).attempt_count).toBe(4);
     expect(env.fakeIm.delivered().filter((m) => m.toAccount === '10002')).toHaveLength(1);
 
     // The history keeps each attempt that did not deliver and the delivery that closed it; `inspect` shows the timeline.
-    await waitFor(async () => (await env.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_delivery_history WHERE source_event_id = 'tx_2:WalletBalanceChanged:10002:COIN'"))[0][0].n, (n) => Number(n) === 4, 5_000, 'history written');
-    const [history] = await env.notice.query<any[]>("SELECT event, error_code FROM notice_delivery_history WHERE source_event_id = 'tx_2:WalletBalanceChanged:10002:COIN' ORDER BY at_ms, id");
+    await waitFor(
+      async () =>
+        (
+          await env.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_delivery_history WHERE source_event_id = 'tx_2:WalletBalanceChanged:10002:COIN'")
+        )[0][0].n,
+      (n) => Number(n) === 4,
+      5_000,
+      'history written',
+    );
+    const [history] = await env.notice.query<any[]>(
+      "SELECT event, error_code FROM notice_delivery_history WHERE source_event_id = 'tx_2:WalletBalanceChanged:10002:COIN' ORDER BY at_ms, id",
+    );
     expect(history.map((h) => h.event)).toEqual(['retryable', 'retryable', 'retryable', 'delivered']);
-    expect(history.slice(0, 3).map((h) => h.error_code).sort()).toEqual(['20004', 'ECONNRESET', 'HTTP_502']);
+    expect(
+      history
+        .slice(0, 3)
+        .map((h) => h.error_code)
+        .sort(),
+    ).toEqual(['20004', 'ECONNRESET', 'HTTP_502']);
     const [inspected] = (await inspectEvent(env.config, 'tx_2:WalletBalanceChanged:10002:COIN')) as Array<{ timeline: Array<{ event: string }> }>;
     expect(inspected!.timeline.map((s) => s.event)).toEqual(['recorded', 'retryable', 'retryable', 'retryable', 'delivered']);
     // A first-try success costs no history.
-    const [first] = await env.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_delivery_history WHERE event = 'delivered' AND source_event_id <> 'tx_2:WalletBalanceChanged:10002:COIN' AND source_event_id <> 'tx_1:WalletBalanceChanged:10001:COIN'");
+    const [first] = await env.notice.query<any[]>(
+      "SELECT COUNT(*) AS n FROM notice_delivery_history WHERE event = 'delivered' AND source_event_id <> 'tx_2:WalletBalanceChanged:10002:COIN' AND source_event_id <> 'tx_1:WalletBalanceChanged:10001:COIN'",
+    );
     expect(Number(first[0].n)).toBe(0);
   });
 
@@ -92,7 +141,10 @@ describe('wallet notices end to end (MariaDB + Redis + fake-im)', () => {
     env.fakeIm.setFaults({ not_imported: ['10003'] });
     await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(3)]);
     procs.push(await startPipeline(env.config));
-    const row = await waitFor(() => ledgerRow('tx_3:WalletBalanceChanged:10003:COIN'), (r) => r?.status === 'failed');
+    const row = await waitFor(
+      () => ledgerRow('tx_3:WalletBalanceChanged:10003:COIN'),
+      (r) => r?.status === 'failed',
+    );
     expect(row).toMatchObject({ attempt_count: 1, last_error_code: '90012' });
     await new Promise((r) => setTimeout(r, 500));
     expect(env.fakeIm.getStats().requests).toBe(1);
@@ -104,7 +156,10 @@ describe('wallet notices end to end (MariaDB + Redis + fake-im)', () => {
     await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(4)]);
     const proc = await startPipeline(env.config);
     procs.push(proc);
-    const row = await waitFor(() => ledgerRow('tx_4:WalletBalanceChanged:10004:COIN'), (r) => r?.status === 'failed');
+    const row = await waitFor(
+      () => ledgerRow('tx_4:WalletBalanceChanged:10004:COIN'),
+      (r) => r?.status === 'failed',
+    );
     expect(row.attempt_count).toBe(3);
     expect(row.last_error_code).toBe('70500');
     expect(row.last_error).toMatch(/retries exhausted after 3 attempts/);
@@ -112,7 +167,13 @@ describe('wallet notices end to end (MariaDB + Redis + fake-im)', () => {
     expect(env.fakeIm.getStats().requests).toBe(3);
     const failedJobs = await proc.queues.queueFor({ channel: 'tencent_im_c2c', noticeKind: 'wallet_notice' }).getFailed();
     expect(failedJobs).toHaveLength(1);
-    expect(failedJobs[0]!.data).toEqual({ sourceName: 'wallet_outbox', appCode: 'lalu', sourceEventId: 'tx_4:WalletBalanceChanged:10004:COIN', channel: 'tencent_im_c2c', eventType: 'WalletBalanceChanged' });
+    expect(failedJobs[0]!.data).toEqual({
+      sourceName: 'wallet_outbox',
+      appCode: 'lalu',
+      sourceEventId: 'tx_4:WalletBalanceChanged:10004:COIN',
+      channel: 'tencent_im_c2c',
+      eventType: 'WalletBalanceChanged',
+    });
   });
 
   it('re-signs on a signature-expired answer and delivers within the same attempt', async () => {
@@ -120,7 +181,10 @@ describe('wallet notices end to end (MariaDB + Redis + fake-im)', () => {
     env.fakeIm.setFaults({ errors: [{ code: 70001, count: 1 }] });
     await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(5)]);
     procs.push(await startPipeline(env.config));
-    const row = await waitFor(() => ledgerRow('tx_5:WalletBalanceChanged:10005:COIN'), (r) => r?.status === 'delivered');
+    const row = await waitFor(
+      () => ledgerRow('tx_5:WalletBalanceChanged:10005:COIN'),
+      (r) => r?.status === 'delivered',
+    );
     expect(row.attempt_count).toBe(1);
     expect(env.fakeIm.getStats().requests).toBe(2);
   });
@@ -128,10 +192,18 @@ describe('wallet notices end to end (MariaDB + Redis + fake-im)', () => {
   it('backs the whole queue off on over-frequency without spending attempts', async () => {
     env = await createTestEnv({ wallet_notice_worker: { max_retry_count: 1 }, tencent_im: { rate_limit_per_second: 50 } });
     env.fakeIm.setFaults({ errors: [{ code: 60007, count: 5 }] });
-    await insertWalletRows(env.owner, env.config.wallet_database, Array.from({ length: 5 }, (_, i) => balanceChanged(100 + i)));
+    await insertWalletRows(
+      env.owner,
+      env.config.wallet_database,
+      Array.from({ length: 5 }, (_, i) => balanceChanged(100 + i)),
+    );
     const proc = await startPipeline(env.config);
     procs.push(proc);
-    await waitFor(() => ledgerStatusCounts(env.notice), (c) => c.delivered === 5, 20_000);
+    await waitFor(
+      () => ledgerStatusCounts(env.notice),
+      (c) => c.delivered === 5,
+      20_000,
+    );
     // Five over-frequency answers but max_retry_count 1: only a rate limit that spends no attempt lets all five through.
     const [rows] = await env.notice.query<any[]>('SELECT attempt_count FROM notice_delivery_events');
     expect(rows.map((r) => r.attempt_count)).toEqual([1, 1, 1, 1, 1]);
@@ -147,12 +219,20 @@ describe('wallet notices end to end (MariaDB + Redis + fake-im)', () => {
       { ...balanceChanged(9), payload: balanceChanged(9).payload.replace('COIN', 'SHELLS') },
       { ...balanceChanged(10), payload: balanceChanged(10).payload.replace('"metadata":{"n":10}', `"metadata":{"s":"${'y'.repeat(13000)}"}`) },
       { ...balanceChanged(11), event_id: null },
-      { ...balanceChanged(12), payload: balanceChanged(12).payload.replace('"metadata":{"n":12}', '"metadata":{"q":"\'; DROP TABLE notice_delivery_events; --"}') },
+      {
+        ...balanceChanged(12),
+        payload: balanceChanged(12).payload.replace('"metadata":{"n":12}', '"metadata":{"q":"\'; DROP TABLE notice_delivery_events; --"}'),
+      },
       good,
     ]);
     procs.push(await startPipeline(env.config));
-    await waitFor(() => ledgerStatusCounts(env.notice), (c) => c.delivered === 2 && c.failed === 5);
-    const [failed] = await env.notice.query<any[]>("SELECT source_event_id, user_id, last_error_code, last_error FROM notice_delivery_events WHERE status = 'failed' ORDER BY source_row_id");
+    await waitFor(
+      () => ledgerStatusCounts(env.notice),
+      (c) => c.delivered === 2 && c.failed === 5,
+    );
+    const [failed] = await env.notice.query<any[]>(
+      "SELECT source_event_id, user_id, last_error_code, last_error FROM notice_delivery_events WHERE status = 'failed' ORDER BY source_row_id",
+    );
     // The 13 KB one maps fine and fails on its C2C row, IM's limit, without a request to Tencent.
     expect(failed.map((r) => r.last_error_code)).toEqual(['MALFORMED', 'MALFORMED', 'MALFORMED', 'TOO_LARGE', 'MALFORMED']);
     expect(env.fakeIm.getStats().requests).toBe(2);
@@ -163,7 +243,7 @@ describe('wallet notices end to end (MariaDB + Redis + fake-im)', () => {
     expect(failed[4]).toMatchObject({ last_error: 'event_id is missing' });
     expect(failed[4].source_event_id).toMatch(/^wallet_outbox-row-\d+$/);
     // The SQL-looking string was data: delivered verbatim.
-    expect(env.fakeIm.delivered().find((m) => m.toAccount === '10012')!.data).toContain("DROP TABLE notice_delivery_events");
+    expect(env.fakeIm.delivered().find((m) => m.toAccount === '10012')!.data).toContain('DROP TABLE notice_delivery_events');
   });
 });
 
@@ -171,13 +251,23 @@ describe('waiting for a send slot', () => {
   it('gives the claim back unspent when the wait would outlast the ledger lock, and still delivers each event once', async () => {
     // 5/s paces a slot every ~211 ms; 20 claims at once reserve slots ~4 s deep, past half the 3 s lock.
     env = await createTestEnv({ tencent_im: { rate_limit_per_second: 5 } });
-    await insertWalletRows(env.owner, env.config.wallet_database, Array.from({ length: 20 }, (_, i) => balanceChanged(i + 1)));
+    await insertWalletRows(
+      env.owner,
+      env.config.wallet_database,
+      Array.from({ length: 20 }, (_, i) => balanceChanged(i + 1)),
+    );
     procs.push(await startPipeline(env.config));
     // Some claims are given back while their slot is still far off (the ledger shows why).
-    const givenBack = async () => Number((await env.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_delivery_events WHERE last_error_code = 'SEND_SLOT_WAIT'"))[0][0].n);
+    const givenBack = async () =>
+      Number((await env.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_delivery_events WHERE last_error_code = 'SEND_SLOT_WAIT'"))[0][0].n);
     await waitFor(givenBack, (n) => n > 0, 10_000, 'a claim given back for SEND_SLOT_WAIT');
 
-    await waitFor(() => ledgerStatusCounts(env.notice), (c) => c.delivered === 20, 40_000, '20 delivered');
+    await waitFor(
+      () => ledgerStatusCounts(env.notice),
+      (c) => c.delivered === 20,
+      40_000,
+      '20 delivered',
+    );
     const messages = env.fakeIm.messages();
     expect(messages).toHaveLength(20);
     expect(new Set(messages.map((m) => JSON.parse(m.data).event_id)).size).toBe(20);
@@ -195,10 +285,19 @@ describe('backpressure (max_queued_jobs)', () => {
 
   it('leaves new rows in the outbox while the deliver queue is full, then delivers every one once', async () => {
     env = await createTestEnv({ wallet_notice_worker: { max_queued_jobs: 30, batch_size: 20 } });
-    await insertWalletRows(env.owner, env.config.wallet_database, Array.from({ length: 150 }, (_, i) => balanceChanged(i + 1)));
+    await insertWalletRows(
+      env.owner,
+      env.config.wallet_database,
+      Array.from({ length: 150 }, (_, i) => balanceChanged(i + 1)),
+    );
     procs.push(await startPipeline(env.config, ['ingest'])); // no deliver yet: nothing drains the queue
     const poller = procs[0]!.ingest!.pollers[0]!;
-    await waitFor(async () => poller.stats.backpressuredPolls, (n) => n >= 3, 10_000, 'ingest holding back');
+    await waitFor(
+      async () => poller.stats.backpressuredPolls,
+      (n) => n >= 3,
+      10_000,
+      'ingest holding back',
+    );
     const held = await ledgerCount();
     // It stopped at the first read that found the queue full: at least the limit, less than one batch more.
     expect(held).toBeGreaterThanOrEqual(30);
@@ -208,7 +307,12 @@ describe('backpressure (max_queued_jobs)', () => {
     expect(await ledgerCount()).toBe(held);
 
     procs.push(await startPipeline(env.config, ['deliver']));
-    await waitFor(() => ledgerStatusCounts(env.notice), (c) => c.delivered === 150, 30_000, '150 delivered');
+    await waitFor(
+      () => ledgerStatusCounts(env.notice),
+      (c) => c.delivered === 150,
+      30_000,
+      '150 delivered',
+    );
     const messages = env.fakeIm.messages();
     expect(messages).toHaveLength(150);
     expect(new Set(messages.map((m) => JSON.parse(m.data).event_id)).size).toBe(150);
@@ -220,15 +324,29 @@ describe('backpressure (max_queued_jobs)', () => {
     try {
       await slow.beginTransaction();
       await insertWalletRows(slow, env.config.wallet_database, [balanceChanged(1)]); // id 1, not yet committed
-      await insertWalletRows(env.owner, env.config.wallet_database, Array.from({ length: 39 }, (_, i) => balanceChanged(i + 2)));
+      await insertWalletRows(
+        env.owner,
+        env.config.wallet_database,
+        Array.from({ length: 39 }, (_, i) => balanceChanged(i + 2)),
+      );
       procs.push(await startPipeline(env.config, ['ingest']));
       const poller = procs[0]!.ingest!.pollers[0]!;
-      await waitFor(async () => poller.stats.backpressuredPolls, (n) => n >= 2, 10_000, 'ingest holding back');
+      await waitFor(
+        async () => poller.stats.backpressuredPolls,
+        (n) => n >= 2,
+        10_000,
+        'ingest holding back',
+      );
       expect(poller.cursor).toMatchObject({ highWaterId: 21 });
       expect(poller.cursor!.gaps.map(([from, to]) => [from, to])).toEqual([[1, 1]]);
       await slow.commit();
-      await waitFor(async () => poller.cursor?.gaps.length, (n) => n === 0, 10_000, 'the hole filled while held back');
-      const [rows] = await env.notice.query<any[]>("SELECT source_row_id FROM notice_delivery_events WHERE source_row_id = 1");
+      await waitFor(
+        async () => poller.cursor?.gaps.length,
+        (n) => n === 0,
+        10_000,
+        'the hole filled while held back',
+      );
+      const [rows] = await env.notice.query<any[]>('SELECT source_row_id FROM notice_delivery_events WHERE source_row_id = 1');
       expect(rows).toHaveLength(1);
       expect(poller.cursor!.highWaterId).toBe(21); // still no new rows read
     } finally {

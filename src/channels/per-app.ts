@@ -7,7 +7,12 @@ import type { ChannelOutcome, DeliveryChannel, SendContext } from './types.ts';
  * an app without a sender is refused here too (the delivery core refuses it first: UNKNOWN_APP).
  */
 export function perAppChannel(name: string, byApp: ReadonlyMap<string, DeliveryChannel>): DeliveryChannel {
-  const unknown = (row: LedgerRow): ChannelOutcome => ({ kind: 'permanent', code: 'UNKNOWN_APP', message: `no ${name} sender for app_code "${row.appCode}"`, latencyMs: 0 });
+  const unknown = (row: LedgerRow): ChannelOutcome => ({
+    kind: 'permanent',
+    code: 'UNKNOWN_APP',
+    message: `no ${name} sender for app_code "${row.appCode}"`,
+    latencyMs: 0,
+  });
   return {
     name,
     send: (row: LedgerRow, ctx: SendContext) => byApp.get(row.appCode)?.send(row, ctx) ?? Promise.resolve(unknown(row)),

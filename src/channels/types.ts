@@ -14,7 +14,7 @@ import type { NoticeMetrics } from '../observability/metrics.ts';
  * infrastructure error (MySQL, Redis) thrown from a send makes the job wait without spending an attempt.
  */
 export type ChannelOutcome =
-  | { kind: 'delivered'; /** The provider's reference (Tencent MsgKey, inbox item id), kept in the ledger. */ ref: string; latencyMs: number }
+  | { kind: 'delivered' /** The provider's reference (Tencent MsgKey, inbox item id), kept in the ledger. */; ref: string; latencyMs: number }
   /** The request may have reached the provider and the channel's policy is not to resend it (a resend may show twice). */
   | { kind: 'unconfirmed'; ref: string; code: string; message: string; latencyMs: number }
   | { kind: 'retry'; code: string; message: string; latencyMs: number }

@@ -9,18 +9,11 @@ export interface InterpolationProblem {
   message: string;
 }
 
-export function interpolate(
-  node: unknown,
-  env: NodeJS.ProcessEnv,
-  problems: InterpolationProblem[],
-  path = '',
-): unknown {
+export function interpolate(node: unknown, env: NodeJS.ProcessEnv, problems: InterpolationProblem[], path = ''): unknown {
   if (typeof node === 'string') return interpolateString(node, env, problems, path);
   if (Array.isArray(node)) return node.map((item, i) => interpolate(item, env, problems, `${path}[${i}]`));
   if (node !== null && typeof node === 'object') {
-    return Object.fromEntries(
-      Object.entries(node).map(([key, value]) => [key, interpolate(value, env, problems, path ? `${path}.${key}` : key)]),
-    );
+    return Object.fromEntries(Object.entries(node).map(([key, value]) => [key, interpolate(value, env, problems, path ? `${path}.${key}` : key)]));
   }
   return node;
 }

@@ -15,13 +15,17 @@ const ownerShard = z.strictObject({
   mysql_url: ownerUrl.optional(),
   database: mysqlIdentifier,
 });
-export const ownerShards = z.array(ownerShard).max(64).default(() => []).superRefine((shards, ctx) => {
-  const seen = new Set<string>();
-  shards.forEach((s, i) => {
-    if (seen.has(s.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `shard name "${s.name}" is used twice` });
-    seen.add(s.name);
+export const ownerShards = z
+  .array(ownerShard)
+  .max(64)
+  .default(() => [])
+  .superRefine((shards, ctx) => {
+    const seen = new Set<string>();
+    shards.forEach((s, i) => {
+      if (seen.has(s.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `shard name "${s.name}" is used twice` });
+      seen.add(s.name);
+    });
   });
-});
 export type OwnerShardConfig = z.infer<typeof ownerShard>;
 
 /** One outbox poller (wallet_notice_worker, room_notice_worker): the seed's keys plus gap handling. */
@@ -79,7 +83,10 @@ export function mqSubscription(defaults: { topic: string; consumer_group: string
   const shape = z.strictObject({
     enabled: z.boolean().default(false),
     topic: z.string().min(1).default(defaults.topic),
-    consumer_group: z.string().regex(/^[%A-Za-z0-9_-]{1,255}$/, 'letters, digits, _ - % only').default(defaults.consumer_group),
+    consumer_group: z
+      .string()
+      .regex(/^[%A-Za-z0-9_-]{1,255}$/, 'letters, digits, _ - % only')
+      .default(defaults.consumer_group),
     /** Deliveries after which a message that still fails is recorded as rejected and acked. */
     consumer_max_reconsume_times: z.number().int().min(1).max(1000).default(16),
     receive_batch_size: z.number().int().min(1).max(32).default(16),
@@ -94,5 +101,7 @@ export type MqSubscriptionConfig = z.infer<ReturnType<typeof mqSubscription>>;
 
 /** The kinds with a queue of their own, highest lead first (the order their queues are filled and listed). */
 export function prioritisedKinds(config: { deliver: { priority: Record<string, number> } }): string[] {
-  return Object.entries(config.deliver.priority).sort((a, b) => b[1] - a[1]).map(([kind]) => kind);
+  return Object.entries(config.deliver.priority)
+    .sort((a, b) => b[1] - a[1])
+    .map(([kind]) => kind);
 }

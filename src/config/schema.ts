@@ -30,8 +30,13 @@ const dashboard = z.strictObject({
   port: port.default(13200),
   /** Address the dashboard listens on: loopback unless a deployment (compose, a pod behind a proxy) opens it. */
   host: z.string().min(1).default('127.0.0.1'),
-  base_path: z.string().regex(/^\/[A-Za-z0-9_\-/]*[A-Za-z0-9_\-]$/, 'must look like "/admin"').default('/admin'),
-  environment: z.strictObject({ label: z.string().min(1).default('local'), color: z.string().default('#2e7d32') }).default(() => ({ label: 'local', color: '#2e7d32' })),
+  base_path: z
+    .string()
+    .regex(/^\/[A-Za-z0-9_\-/]*[A-Za-z0-9_-]$/, 'must look like "/admin"')
+    .default('/admin'),
+  environment: z
+    .strictObject({ label: z.string().min(1).default('local'), color: z.string().default('#2e7d32') })
+    .default(() => ({ label: 'local', color: '#2e7d32' })),
   /** Every queue read-only (bull-board readOnlyMode, enforced server-side) and requeue disabled. */
   read_only: z.boolean().default(false),
   auth: z
@@ -75,12 +80,15 @@ const skipSuperseded = z
     const merged: Record<string, boolean> = { ...DEFAULT_SKIP_SUPERSEDED, ...given };
     for (const [type, on] of Object.entries(merged)) {
       if (on && !(SUPERSEDABLE_EVENT_TYPES as readonly string[]).includes(type)) {
-        ctx.addIssue({ code: 'custom', path: [type], message: `${type} notices carry no version, so none can supersede another; only ${SUPERSEDABLE_EVENT_TYPES.join(', ')} can be skipped` });
+        ctx.addIssue({
+          code: 'custom',
+          path: [type],
+          message: `${type} notices carry no version, so none can supersede another; only ${SUPERSEDABLE_EVENT_TYPES.join(', ')} can be skipped`,
+        });
       }
     }
     return merged;
   });
-
 
 /** The keys no module owns: connections, the delivery core, the dashboard, health, logging. */
 const coreShape = {
@@ -91,7 +99,10 @@ const coreShape = {
   redis: z.strictObject({
     url: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL'),
     // A hash tag keeps every key of a queue in one Redis Cluster slot.
-    prefix: z.string().regex(/^\{[^{}]+\}$/, 'must be a Redis Cluster hash tag such as "{notice}"').default('{notice}'),
+    prefix: z
+      .string()
+      .regex(/^\{[^{}]+\}$/, 'must be a Redis Cluster hash tag such as "{notice}"')
+      .default('{notice}'),
     /** Connect as a Redis Cluster client, with `url` as the seed node. */
     cluster: z.boolean().default(false),
   }),
@@ -114,7 +125,16 @@ const coreShape = {
       priority,
       skip_superseded: skipSuperseded,
     })
-    .default(() => ({ enabled: true, concurrency: 32, retry_base_delay: 1000, retry_max_delay: 300_000, job_lock_duration: 30_000, max_unfinished_attempts: 3, priority: { ...DEFAULT_PRIORITY }, skip_superseded: { ...DEFAULT_SKIP_SUPERSEDED } })),
+    .default(() => ({
+      enabled: true,
+      concurrency: 32,
+      retry_base_delay: 1000,
+      retry_max_delay: 300_000,
+      job_lock_duration: 30_000,
+      max_unfinished_attempts: 3,
+      priority: { ...DEFAULT_PRIORITY },
+      skip_superseded: { ...DEFAULT_SKIP_SUPERSEDED },
+    })),
   /** Finds ledger rows that should be in flight but have no live job, and re-enqueues them (runs inside deliver). */
   reconciler: z
     .strictObject({
@@ -151,12 +171,16 @@ type ShapeOf<M> = M extends { configShape: infer S } ? S : never;
 // A source without an MQ entry has the default (an index signature): it adds no keys.
 type MqShapeOf<M> = M extends { mqShape?: infer S } ? (S extends undefined ? never : string extends keyof S ? never : S) : never;
 type Shapes<Ms extends readonly unknown[]> = UnionToIntersection<ShapeOf<Ms[number]>>;
-type MqShapes<Ms extends readonly unknown[]> = [MqShapeOf<Ms[number]>] extends [never] ? object : UnionToIntersection<Exclude<MqShapeOf<Ms[number]>, undefined>>;
+type MqShapes<Ms extends readonly unknown[]> = [MqShapeOf<Ms[number]>] extends [never]
+  ? object
+  : UnionToIntersection<Exclude<MqShapeOf<Ms[number]>, undefined>>;
 
 /** The shape of the registries' config, so the type of every key is known where the code reads it. */
-type RegistryShape = typeof coreShape & Shapes<typeof CHANNEL_MODULES> & Shapes<typeof SOURCE_MODULES> & {
-  rocketmq: z.ZodDefault<z.ZodObject<typeof rocketmqShape & MqShapes<typeof SOURCE_MODULES>, z.core.$strict>>;
-};
+type RegistryShape = typeof coreShape &
+  Shapes<typeof CHANNEL_MODULES> &
+  Shapes<typeof SOURCE_MODULES> & {
+    rocketmq: z.ZodDefault<z.ZodObject<typeof rocketmqShape & MqShapes<typeof SOURCE_MODULES>, z.core.$strict>>;
+  };
 /** The parsed config (of the registries' modules; a test's extra modules read their own keys with settingsOf). */
 export type NoticeConfig = z.output<z.ZodObject<RegistryShape, z.core.$strict>>;
 export type RocketMqConfig = NoticeConfig['rocketmq'];

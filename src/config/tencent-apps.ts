@@ -23,13 +23,23 @@ export interface TencentApp {
 export function tencentApps(config: NoticeConfig): Map<string, TencentApp> {
   const im = config.tencent_im;
   const apps = new Map<string, TencentApp>();
-  const defaults = { adminIdentifier: im.admin_identifier, baseUrl: im.base_url, rateLimitPerSecond: im.rate_limit_per_second, pushRateLimitPerSecond: config.tencent_push.rate_limit_per_second };
-  if (im.app_code !== undefined) apps.set(im.app_code, { appCode: im.app_code, sdkAppId: im.sdk_app_id, secretKey: im.secret_key, ...defaults, pacerScope: '' });
+  const defaults = {
+    adminIdentifier: im.admin_identifier,
+    baseUrl: im.base_url,
+    rateLimitPerSecond: im.rate_limit_per_second,
+    pushRateLimitPerSecond: config.tencent_push.rate_limit_per_second,
+  };
+  if (im.app_code !== undefined)
+    apps.set(im.app_code, { appCode: im.app_code, sdkAppId: im.sdk_app_id, secretKey: im.secret_key, ...defaults, pacerScope: '' });
   for (const [appCode, app] of Object.entries(im.apps)) {
     apps.set(appCode, {
-      appCode, sdkAppId: app.sdk_app_id, secretKey: app.secret_key,
-      adminIdentifier: app.admin_identifier ?? defaults.adminIdentifier, baseUrl: app.base_url ?? defaults.baseUrl,
-      rateLimitPerSecond: app.rate_limit_per_second ?? defaults.rateLimitPerSecond, pushRateLimitPerSecond: app.push_rate_limit_per_second ?? defaults.pushRateLimitPerSecond,
+      appCode,
+      sdkAppId: app.sdk_app_id,
+      secretKey: app.secret_key,
+      adminIdentifier: app.admin_identifier ?? defaults.adminIdentifier,
+      baseUrl: app.base_url ?? defaults.baseUrl,
+      rateLimitPerSecond: app.rate_limit_per_second ?? defaults.rateLimitPerSecond,
+      pushRateLimitPerSecond: app.push_rate_limit_per_second ?? defaults.pushRateLimitPerSecond,
       pacerScope: `:${appCode}`,
     });
   }
@@ -41,7 +51,9 @@ export function appsProblems(config: NoticeConfig): string[] {
   const im = config.tencent_im;
   const problems: string[] = [];
   if (im.app_code === undefined && Object.keys(im.apps).length === 0) {
-    problems.push('tencent_im.app_code: required — say which app_code tencent_im.sdk_app_id serves (app_code: lalu), or list each app under tencent_im.apps; a fact of an app not named is never sent');
+    problems.push(
+      'tencent_im.app_code: required — say which app_code tencent_im.sdk_app_id serves (app_code: lalu), or list each app under tencent_im.apps; a fact of an app not named is never sent',
+    );
   }
   if (im.app_code !== undefined && Object.hasOwn(im.apps, im.app_code)) {
     problems.push(`tencent_im.apps.${im.app_code}: also named by tencent_im.app_code; configure it in one place`);

@@ -113,9 +113,16 @@ export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey): Promise
     ports.onOutcome?.(result, row);
     const m = ports.metrics;
     if (!m) return;
-    m.deliveries.inc({ source: row.sourceName, channel: key.channel, notice_kind: row.noticeKind, outcome: result, error_code: sent.kind === 'delivered' ? '' : errorCodeLabel(sent.code) });
+    m.deliveries.inc({
+      source: row.sourceName,
+      channel: key.channel,
+      notice_kind: row.noticeKind,
+      outcome: result,
+      error_code: sent.kind === 'delivered' ? '' : errorCodeLabel(sent.code),
+    });
     m.sendLatency.observe({ channel: key.channel, outcome: sent.kind }, sent.latencyMs / 1000);
-    if (result === 'delivered' && row.sourceCreatedAtMs) m.endToEndLatency.observe({ source: row.sourceName, channel: key.channel }, Math.max(0, at - row.sourceCreatedAtMs) / 1000);
+    if (result === 'delivered' && row.sourceCreatedAtMs)
+      m.endToEndLatency.observe({ source: row.sourceName, channel: key.channel }, Math.max(0, at - row.sourceCreatedAtMs) / 1000);
     if (result === 'retryable') m.retries.inc({ source: row.sourceName, channel: key.channel });
     if (result === 'rate_limited') m.rateLimitBackoffs.inc({ channel: key.channel });
   };

@@ -104,7 +104,10 @@ export class Reconciler {
       if (requeued.length > 0) {
         await ledger.markRequeued(requeued, readAtMs, Date.now());
         for (const row of requeued) metrics?.reconcilerRequeued.inc({ status: row.status });
-        logger.warn({ requeued: requeued.length, page, sample_event_ids: requeued.slice(0, 5).map((r) => r.sourceEventId) }, 'reconciler re-enqueued ledger rows that had no live job');
+        logger.warn(
+          { requeued: requeued.length, page, sample_event_ids: requeued.slice(0, 5).map((r) => r.sourceEventId) },
+          'reconciler re-enqueued ledger rows that had no live job',
+        );
       }
       if (requeued.length === 0 || stranded.length < config.reconciler.batch_size || performance.now() > budgetEnds) break;
       if (maxQueued !== Infinity && (await queues.queuedJobs()) >= maxQueued) break;
@@ -145,7 +148,11 @@ export class Reconciler {
     const presence: JobPresence[] = new Array(rows.length);
     const locked = new Set<string>();
     for (const [queue, at] of byQueue(queues, rows)) {
-      const found = await inspectJobs(queue, this.deps.redis, at.map((i) => ids[i]!));
+      const found = await inspectJobs(
+        queue,
+        this.deps.redis,
+        at.map((i) => ids[i]!),
+      );
       at.forEach((i, n) => (presence[i] = found[n]!));
       const blocking = at.map((i) => ids[i]!).filter((_, n) => found[n] === 'finished' || found[n] === 'orphan');
       if (blocking.length > 0) for (const id of (await clearForReadd(queue, blocking)).locked) locked.add(id);
@@ -154,14 +161,28 @@ export class Reconciler {
     if (orphans.length > 0) {
       const cleared = orphans.filter((id) => !locked.has(id)).length;
       metrics?.orphanJobsCleared.inc(cleared);
-      logger.warn({ orphans: orphans.length, cleared, locked: locked.size }, 'cleared job hashes that sat in no queue state (partial Redis loss) so their rows can be re-added');
+      logger.warn(
+        { orphans: orphans.length, cleared, locked: locked.size },
+        'cleared job hashes that sat in no queue state (partial Redis loss) so their rows can be re-added',
+      );
     }
     const requeued = rows.filter((_, i) => presence[i] !== 'live' && !locked.has(ids[i]!));
     if (requeued.length > 0) {
-      await enqueueDeliveries(queues, requeued.map((row) => ({ key: row, eventType: row.eventType, noticeKind: row.noticeKind, maxRetryCount: this.deps.maxRetryFor(row.sourceName) })));
+      await enqueueDeliveries(
+        queues,
+        requeued.map((row) => ({ key: row, eventType: row.eventType, noticeKind: row.noticeKind, maxRetryCount: this.deps.maxRetryFor(row.sourceName) })),
+      );
       const dropped: string[] = [];
-      for (const [queue, at] of byQueue(queues, requeued)) dropped.push(...(await notLive(queue, this.deps.redis, at.map((i) => deliverJobId(requeued[i]!)))));
-      if (dropped.length > 0) logger.warn({ dropped: dropped.length }, 'BullMQ dropped some re-adds (the id was taken meanwhile); a later pass looks at them again');
+      for (const [queue, at] of byQueue(queues, requeued))
+        dropped.push(
+          ...(await notLive(
+            queue,
+            this.deps.redis,
+            at.map((i) => deliverJobId(requeued[i]!)),
+          )),
+        );
+      if (dropped.length > 0)
+        logger.warn({ dropped: dropped.length }, 'BullMQ dropped some re-adds (the id was taken meanwhile); a later pass looks at them again');
     }
     return { requeued, live: presence.filter((p) => p === 'live').length, locked: locked.size };
   }

@@ -115,7 +115,20 @@ export class FakeImServer {
   }
 
   static noFaults() {
-    return { errors: [], http_errors: 0, drop_connections: 0, delay_ms: 0, rate_limit_per_second: 0, rate_limit_counts_rejected: false, not_imported: [], transient_error_rate: 0, timeout_rate: 0, timeout_ms: 10_000, reset_rate: 0, reset_after_processing_rate: 0 };
+    return {
+      errors: [],
+      http_errors: 0,
+      drop_connections: 0,
+      delay_ms: 0,
+      rate_limit_per_second: 0,
+      rate_limit_counts_rejected: false,
+      not_imported: [],
+      transient_error_rate: 0,
+      timeout_rate: 0,
+      timeout_ms: 10_000,
+      reset_rate: 0,
+      reset_after_processing_rate: 0,
+    };
   }
 
   async listen(port = 0, host = '127.0.0.1'): Promise<string> {
@@ -175,7 +188,13 @@ export class FakeImServer {
   }
 
   getStats() {
-    return { ...this.stats, by_app: Object.fromEntries(this.appStats), received: this.received.length, delivered: this.delivered().length, duplicates: this.received.length - this.delivered().length };
+    return {
+      ...this.stats,
+      by_app: Object.fromEntries(this.appStats),
+      received: this.received.length,
+      delivered: this.delivered().length,
+      duplicates: this.received.length - this.delivered().length,
+    };
   }
 
   private async route(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -225,7 +244,13 @@ export class FakeImServer {
   }
 
   /** The transport faults both APIs share, around the API's own answer. */
-  private async answerWithFaults(f: ActiveFaults, stats: { by_code: Record<string, number>; dropped: number; http_errors: number }, req: http.IncomingMessage, res: http.ServerResponse, answerOf: () => Record<string, unknown>): Promise<void> {
+  private async answerWithFaults(
+    f: ActiveFaults,
+    stats: { by_code: Record<string, number>; dropped: number; http_errors: number },
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    answerOf: () => Record<string, unknown>,
+  ): Promise<void> {
     if (f.drop_connections > 0 || Math.random() < f.reset_rate) {
       if (f.drop_connections > 0) f.drop_connections--;
       stats.dropped++;
@@ -287,12 +312,15 @@ export class FakeImServer {
     }
     if (typeof msg.From_Account !== 'string' || msg.From_Account === '') return fail(90001, 'From_Account is missing or not a string');
     const to = msg.To_Account;
-    if (!Array.isArray(to) || to.length === 0 || !to.every((a) => typeof a === 'string' && a !== '')) return fail(90001, 'To_Account must be a non-empty array of account strings');
+    if (!Array.isArray(to) || to.length === 0 || !to.every((a) => typeof a === 'string' && a !== ''))
+      return fail(90001, 'To_Account must be a non-empty array of account strings');
     if (to.length > MAX_PUSH_ACCOUNTS) return fail(90018, `To_Account has ${to.length} accounts; at most ${MAX_PUSH_ACCOUNTS}`);
-    if (!Number.isInteger(msg.MsgRandom) || (msg.MsgRandom as number) < 0 || (msg.MsgRandom as number) > 4294967295) return fail(90005, 'MsgRandom is missing or not an integer');
+    if (!Number.isInteger(msg.MsgRandom) || (msg.MsgRandom as number) < 0 || (msg.MsgRandom as number) > 4294967295)
+      return fail(90005, 'MsgRandom is missing or not an integer');
     const info = msg.OfflinePushInfo as Record<string, unknown> | undefined;
     if (!info || typeof info !== 'object' || Array.isArray(info)) return fail(90001, 'OfflinePushInfo is required');
-    for (const field of ['Title', 'Desc', 'Ext']) if (info[field] !== undefined && typeof info[field] !== 'string') return fail(90001, `OfflinePushInfo.${field} must be a string`);
+    for (const field of ['Title', 'Desc', 'Ext'])
+      if (info[field] !== undefined && typeof info[field] !== 'string') return fail(90001, `OfflinePushInfo.${field} must be a string`);
     if (info.Ext !== undefined) {
       try {
         JSON.parse(info.Ext as string);
@@ -333,7 +361,17 @@ export class FakeImServer {
     if (this.pushSeen.size > 100_000) this.pushSeen.clear();
     this.pushSeen.set(dedupKey, nowMs);
     const taskId = `batch_${(nowMs / 1000).toString(16).slice(0, 8)}_${(++this.seq).toString(16).padStart(8, '0')}_${app.sdkAppId.toString(16)}`;
-    this.pushed.push({ sdkAppId: app.sdkAppId, taskId, dataId, msgRandom: msg.MsgRandom as number, accounts, refused: errorList.map((e) => e.To_Account), offlinePush: info, receivedAtMs: nowMs, duplicate });
+    this.pushed.push({
+      sdkAppId: app.sdkAppId,
+      taskId,
+      dataId,
+      msgRandom: msg.MsgRandom as number,
+      accounts,
+      refused: errorList.map((e) => e.To_Account),
+      offlinePush: info,
+      receivedAtMs: nowMs,
+      duplicate,
+    });
     return { ActionStatus: 'OK', ErrorCode: 0, ErrorInfo: '', TaskId: taskId, ...(errorList.length > 0 ? { ErrorList: errorList } : {}) };
   }
 
@@ -364,7 +402,8 @@ export class FakeImServer {
     if (push !== undefined) {
       if (!push || typeof push !== 'object' || Array.isArray(push)) return fail(90043, 'OfflinePushInfo must be an object');
       if (push.PushFlag !== undefined && push.PushFlag !== 0 && push.PushFlag !== 1) return fail(90043, 'OfflinePushInfo.PushFlag must be 0 or 1');
-      for (const field of ['Title', 'Desc', 'Ext']) if (push[field] !== undefined && typeof push[field] !== 'string') return fail(90043, `OfflinePushInfo.${field} must be a string`);
+      for (const field of ['Title', 'Desc', 'Ext'])
+        if (push[field] !== undefined && typeof push[field] !== 'string') return fail(90043, `OfflinePushInfo.${field} must be a string`);
     }
     const pushBytes = push ? ['Title', 'Desc', 'Ext'].reduce((n, k) => n + Buffer.byteLength(String(push[k] ?? '')), 0) : 0;
     const size = Buffer.byteLength(data) + Buffer.byteLength(ext) + Buffer.byteLength(String(content.Desc ?? '')) + pushBytes;
@@ -400,7 +439,18 @@ export class FakeImServer {
     const duplicate = seen !== undefined && nowMs - seen.atMs < DEDUP_WINDOW_MS;
     const msgKey = duplicate ? seen.msgKey : `${app.sdkAppId}_${++this.seq}_${Math.floor(nowMs / 1000)}`;
     if (!duplicate) this.dedup.set(dedupKey, { msgKey, atMs: nowMs });
-    this.received.push({ sdkAppId: app.sdkAppId, toAccount: msg.To_Account, ext, data, msgRandom: msg.MsgRandom as number, msgSeq, msgKey, receivedAtMs: nowMs, duplicate, ...(push ? { offlinePush: push } : {}) });
+    this.received.push({
+      sdkAppId: app.sdkAppId,
+      toAccount: msg.To_Account,
+      ext,
+      data,
+      msgRandom: msg.MsgRandom as number,
+      msgSeq,
+      msgKey,
+      receivedAtMs: nowMs,
+      duplicate,
+      ...(push ? { offlinePush: push } : {}),
+    });
     return { ActionStatus: 'OK', ErrorCode: 0, ErrorInfo: '', MsgTime: Math.floor(nowMs / 1000), MsgKey: msgKey };
   }
 

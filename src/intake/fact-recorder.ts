@@ -65,7 +65,11 @@ export class FactRecorder {
     for (const fact of facts) {
       const { key, mapped, sourceRowId, sourceCreatedAtMs } = checkFact(fact);
       // Owner strings are unbounded: a label per known type, everything else one series.
-      this.metrics?.ingestEvents.inc({ source: key.sourceName, event_type: mapped.kind === 'skip' ? 'other' : mapped.eventType, result: mapped.kind === 'notice' ? 'ingested' : mapped.kind === 'skip' ? 'skipped' : 'malformed' });
+      this.metrics?.ingestEvents.inc({
+        source: key.sourceName,
+        event_type: mapped.kind === 'skip' ? 'other' : mapped.eventType,
+        result: mapped.kind === 'notice' ? 'ingested' : mapped.kind === 'skip' ? 'skipped' : 'malformed',
+      });
       if (mapped.kind === 'skip') {
         counts.skipped++;
         continue;
@@ -74,9 +78,19 @@ export class FactRecorder {
       const base = { ...key, eventType: mapped.eventType, userId: mapped.userId, noticeKind: mapped.noticeKind, sourceRowId, sourceCreatedAtMs };
       if (mapped.kind === 'malformed') {
         counts.malformed++;
-        this.logger.warn({ source: key.sourceName, event_id: clipText(key.sourceEventId, 200), source_row_id: sourceRowId, reason: mapped.reason }, 'malformed source event recorded as failed');
+        this.logger.warn(
+          { source: key.sourceName, event_id: clipText(key.sourceEventId, 200), source_row_id: sourceRowId, reason: mapped.reason },
+          'malformed source event recorded as failed',
+        );
         // Once, under its first channel (or C2C's when it has none): the failure is the fact's, not a channel's.
-        rows.push({ ...base, channel: channels[0] ?? CHANNEL_TENCENT_IM_C2C, status: 'failed', payload: null, lastErrorCode: 'MALFORMED', lastError: mapped.reason });
+        rows.push({
+          ...base,
+          channel: channels[0] ?? CHANNEL_TENCENT_IM_C2C,
+          status: 'failed',
+          payload: null,
+          lastErrorCode: 'MALFORMED',
+          lastError: mapped.reason,
+        });
       } else if (channels.length === 0) {
         // Configured to go nowhere (no channel takes its kind): nothing to deliver, like an unknown type.
         counts.skipped++;
@@ -86,7 +100,15 @@ export class FactRecorder {
         const parked = options.parked?.(key) === true;
         if (parked) counts.parked++;
         for (const channel of channels) {
-          rows.push({ ...base, channel, status: 'pending', payload: mapped.payload, lastErrorCode: null, lastError: null, supersede: mapped.supersede ?? null });
+          rows.push({
+            ...base,
+            channel,
+            status: 'pending',
+            payload: mapped.payload,
+            lastErrorCode: null,
+            lastError: null,
+            supersede: mapped.supersede ?? null,
+          });
           if (!parked) pending.push({ key: { ...key, channel }, eventType: mapped.eventType, noticeKind: mapped.noticeKind });
         }
       }
@@ -118,9 +140,28 @@ export class FactRecorder {
       } catch (err) {
         if (!isDataError(err)) throw err;
         const reason = `the ledger refused this row: ${clipText((err as Error).message, 300)}`;
-        this.logger.warn({ source: row.sourceName, event_id: clipText(row.sourceEventId, 200), source_row_id: row.sourceRowId, reason }, 'source event recorded as failed');
+        this.logger.warn(
+          { source: row.sourceName, event_id: clipText(row.sourceEventId, 200), source_row_id: row.sourceRowId, reason },
+          'source event recorded as failed',
+        );
         // Only the key (already checked to fit) and fixed values: nothing of the refused row can be refused again.
-        await this.ledger.insertIfAbsent([{ ...row, eventType: clipText(row.eventType, 64), userId: '', noticeKind: '', status: 'failed', payload: null, lastErrorCode: 'MALFORMED', lastError: reason, sourceRowId: null, sourceCreatedAtMs: null }], this.now());
+        await this.ledger.insertIfAbsent(
+          [
+            {
+              ...row,
+              eventType: clipText(row.eventType, 64),
+              userId: '',
+              noticeKind: '',
+              status: 'failed',
+              payload: null,
+              lastErrorCode: 'MALFORMED',
+              lastError: reason,
+              sourceRowId: null,
+              sourceCreatedAtMs: null,
+            },
+          ],
+          this.now(),
+        );
         const at = pending.findIndex((p) => p.key.sourceEventId === row.sourceEventId && p.key.appCode === row.appCode && p.key.channel === row.channel);
         if (at >= 0) pending.splice(at, 1);
       }

@@ -45,7 +45,7 @@ export function keyProblem(appCode: string, eventId: string): string | null {
  * A key that fits for a fact whose own identifiers do not: stable (the same input gives the same key, so re-reading
  * the row is still idempotent) and distinct per input, readable enough to find with the reason.
  */
-export function substituteKey<K extends Omit<LedgerKey, "channel">>(key: K): K {
+export function substituteKey<K extends Omit<LedgerKey, 'channel'>>(key: K): K {
   const digest = createHash('sha256').update(`${key.appCode}\u0000${key.sourceEventId}`).digest('hex').slice(0, 40);
   return { ...key, appCode: '', sourceEventId: `invalid-key-${digest}` };
 }

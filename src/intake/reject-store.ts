@@ -29,16 +29,27 @@ export class RejectStore {
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON DUPLICATE KEY UPDATE delivery_attempt = VALUES(delivery_attempt), reason = VALUES(reason)`,
       [
-        message.sourceName, message.messageId.slice(0, 128), message.topic.slice(0, 255), message.tag.slice(0, 255),
-        message.keys.join(' ').slice(0, 512), message.deliveryAttempt, body.subarray(0, KEPT_BODY_BYTES), body.length,
-        createHash('sha256').update(body).digest(), message.reason.slice(0, 1024), nowMs,
+        message.sourceName,
+        message.messageId.slice(0, 128),
+        message.topic.slice(0, 255),
+        message.tag.slice(0, 255),
+        message.keys.join(' ').slice(0, 512),
+        message.deliveryAttempt,
+        body.subarray(0, KEPT_BODY_BYTES),
+        body.length,
+        createHash('sha256').update(body).digest(),
+        message.reason.slice(0, 1024),
+        nowMs,
       ],
     );
   }
 
   /** Messages received before `olderThanMs`, oldest first, at most `limit` (idx_nrm_created). */
   async purge(olderThanMs: number, limit: number): Promise<number> {
-    const [result] = await this.pool.query<ResultSetHeader>('DELETE FROM notice_rejected_messages WHERE created_at_ms < ? ORDER BY created_at_ms LIMIT ?', [olderThanMs, limit]);
+    const [result] = await this.pool.query<ResultSetHeader>('DELETE FROM notice_rejected_messages WHERE created_at_ms < ? ORDER BY created_at_ms LIMIT ?', [
+      olderThanMs,
+      limit,
+    ]);
     return result.affectedRows;
   }
 
@@ -46,7 +57,12 @@ export class RejectStore {
    * Newest first (idx_nrm_created), without bodies; `sinceMs` bounds created_at_ms. `reason` matches a substring
    * among the newest REASON_SEARCH_WINDOW messages only (a LIKE '%…%' cannot use an index, so it is bounded).
    */
-  async list(filter: { reason?: string; sinceMs?: number; limit: number; offset: number }): Promise<{ rows: RejectSummary[]; total: number; reason_search_window?: number }> {
+  async list(filter: {
+    reason?: string;
+    sinceMs?: number;
+    limit: number;
+    offset: number;
+  }): Promise<{ rows: RejectSummary[]; total: number; reason_search_window?: number }> {
     const where: string[] = [];
     const params: unknown[] = [];
     if (filter.sinceMs !== undefined) {
@@ -107,9 +123,17 @@ export interface RejectSummary {
 
 function toSummary(r: RowDataPacket): RejectSummary {
   return {
-    id: Number(r.id), sourceName: String(r.source_name), messageId: String(r.message_id), topic: String(r.topic), tag: String(r.tag ?? ''),
-    keys: String(r.message_keys ?? ''), deliveryAttempt: Number(r.delivery_attempt), reason: String(r.reason), createdAtMs: Number(r.created_at_ms),
-    bodyBytes: Math.max(Number(r.body_bytes ?? 0), Number(r.kept_bytes ?? 0)), keptBytes: Number(r.kept_bytes ?? 0),
+    id: Number(r.id),
+    sourceName: String(r.source_name),
+    messageId: String(r.message_id),
+    topic: String(r.topic),
+    tag: String(r.tag ?? ''),
+    keys: String(r.message_keys ?? ''),
+    deliveryAttempt: Number(r.delivery_attempt),
+    reason: String(r.reason),
+    createdAtMs: Number(r.created_at_ms),
+    bodyBytes: Math.max(Number(r.body_bytes ?? 0), Number(r.kept_bytes ?? 0)),
+    keptBytes: Number(r.kept_bytes ?? 0),
     bodySha256: r.body_sha256 ? Buffer.from(r.body_sha256).toString('hex') : null,
   };
 }
@@ -119,5 +143,11 @@ export function presentBody(body: Buffer, maxBytes = 4096): { utf8: boolean; tex
   const head = body.subarray(0, maxBytes);
   const text = body.toString('utf8');
   const utf8 = Buffer.compare(Buffer.from(text, 'utf8'), body) === 0;
-  return { utf8, text: utf8 ? text.slice(0, 65_536) : null, hex: head.toString('hex').replace(/(..)/g, '$1 ').trim(), bytes: body.length, truncated: body.length > maxBytes };
+  return {
+    utf8,
+    text: utf8 ? text.slice(0, 65_536) : null,
+    hex: head.toString('hex').replace(/(..)/g, '$1 ').trim(),
+    bytes: body.length,
+    truncated: body.length > maxBytes,
+  };
 }

@@ -38,11 +38,19 @@ export class BatchedLedger {
     const claimSlot = groupCommit();
     const deliveredSlot = groupCommit();
     this.claims = new DataLoader((keys) => claimSlot.track(this.claimBatch(keys)), { cache: false, maxBatchSize, batchScheduleFn: claimSlot.schedule });
-    this.delivered = new DataLoader((items) => deliveredSlot.track(this.deliveredBatch(items)), { cache: false, maxBatchSize, batchScheduleFn: deliveredSlot.schedule });
+    this.delivered = new DataLoader((items) => deliveredSlot.track(this.deliveredBatch(items)), {
+      cache: false,
+      maxBatchSize,
+      batchScheduleFn: deliveredSlot.schedule,
+    });
     const newerSlot = groupCommit();
     const supersededSlot = groupCommit();
     this.newer = new DataLoader((rows) => newerSlot.track(this.newerBatch(rows)), { cache: false, maxBatchSize, batchScheduleFn: newerSlot.schedule });
-    this.superseded = new DataLoader((items) => supersededSlot.track(this.supersededBatch(items)), { cache: false, maxBatchSize, batchScheduleFn: supersededSlot.schedule });
+    this.superseded = new DataLoader((items) => supersededSlot.track(this.supersededBatch(items)), {
+      cache: false,
+      maxBatchSize,
+      batchScheduleFn: supersededSlot.schedule,
+    });
   }
 
   /**
@@ -76,12 +84,14 @@ export class BatchedLedger {
       const until = lockUntil.get(group.sourceName) ?? nowMs + this.lockTtlFor(group.sourceName);
       lockUntil.set(group.sourceName, until);
       const guard = transitionGuard('claim', this.workerId, nowMs);
-      await retryOnDeadlock(() => this.pool.query<ResultSetHeader>(
-        `UPDATE ${TABLE}
+      await retryOnDeadlock(() =>
+        this.pool.query<ResultSetHeader>(
+          `UPDATE ${TABLE}
             SET status = 'delivering', locked_by = ?, lock_until_ms = ?, claim_count = claim_count + 1, updated_at_ms = ?
           WHERE ${group.where.sql} AND ${guard.sql}`,
-        [this.workerId, until, nowMs, ...group.where.params, ...guard.params],
-      ));
+          [this.workerId, until, nowMs, ...group.where.params, ...guard.params],
+        ),
+      );
       const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT * FROM ${TABLE} WHERE ${group.where.sql}`, group.where.params);
       for (const r of rows) {
         const row = toLedgerRow(r);
@@ -99,10 +109,15 @@ export class BatchedLedger {
   // One statement for the batch: per row the newest qualifying version, a backward scan of idx_nde_supersede that
   // stops at its first row.
   private async newerBatch(rows: readonly LedgerRow[]): Promise<Array<string | null>> {
-    const parts = rows.map((_, i) =>
-      `(SELECT ${i} AS i, source_event_id FROM ${TABLE} WHERE supersede_key = ? AND supersede_version > ? AND channel = ? AND ${NEWER_STATUSES}
-         ORDER BY supersede_version DESC LIMIT 1)`);
-    const [found] = await this.pool.query<RowDataPacket[]>(parts.join(' UNION ALL '), rows.flatMap((r) => [r.supersedeKey, r.supersedeVersion, r.channel]));
+    const parts = rows.map(
+      (_, i) =>
+        `(SELECT ${i} AS i, source_event_id FROM ${TABLE} WHERE supersede_key = ? AND supersede_version > ? AND channel = ? AND ${NEWER_STATUSES}
+         ORDER BY supersede_version DESC LIMIT 1)`,
+    );
+    const [found] = await this.pool.query<RowDataPacket[]>(
+      parts.join(' UNION ALL '),
+      rows.flatMap((r) => [r.supersedeKey, r.supersedeVersion, r.channel]),
+    );
     const byIndex = new Map(found.map((f) => [Number(f.i), String(f.source_event_id)]));
     return rows.map((_, i) => byIndex.get(i) ?? null);
   }
@@ -113,19 +128,24 @@ export class BatchedLedger {
     for (const group of groupKeys(items, (item) => item.key)) {
       const byCases = group.items.map(() => 'WHEN ? THEN ?').join(' ');
       const guard = transitionGuard('recordSuperseded', this.workerId, nowMs);
-      const [result] = await retryOnDeadlock(() => this.pool.query<ResultSetHeader>(
-        `UPDATE ${TABLE}
+      const [result] = await retryOnDeadlock(() =>
+        this.pool.query<ResultSetHeader>(
+          `UPDATE ${TABLE}
             SET status = 'superseded', superseded_by = CASE source_event_id ${byCases} END, next_retry_at_ms = NULL,
                 last_error_code = NULL, last_error = NULL, locked_by = NULL, lock_until_ms = NULL, updated_at_ms = ?
           WHERE ${group.where.sql} AND ${guard.sql}`,
-        [...group.items.flatMap((i) => [i.key.sourceEventId, i.newerEventId]), nowMs, ...group.where.params, ...guard.params],
-      ));
+          [...group.items.flatMap((i) => [i.key.sourceEventId, i.newerEventId]), nowMs, ...group.where.params, ...guard.params],
+        ),
+      );
       if (result.affectedRows === group.items.length) {
         for (const i of group.items) done.add(keyString(i.key));
         continue;
       }
       // A lock was taken over meanwhile (rare): read back which rows this batch moved.
-      const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT source_event_id, status, superseded_by FROM ${TABLE} WHERE ${group.where.sql}`, group.where.params);
+      const [rows] = await this.pool.query<RowDataPacket[]>(
+        `SELECT source_event_id, status, superseded_by FROM ${TABLE} WHERE ${group.where.sql}`,
+        group.where.params,
+      );
       for (const r of rows) {
         const item = group.items.find((i) => i.key.sourceEventId === r.source_event_id);
         if (item && r.status === 'superseded' && r.superseded_by === item.newerEventId) done.add(keyString(item.key));
@@ -140,21 +160,27 @@ export class BatchedLedger {
     for (const group of groupKeys(items, (item) => item.key)) {
       const msgKeyCases = group.items.map(() => 'WHEN ? THEN ?').join(' ');
       const guard = transitionGuard('recordDelivered', this.workerId, nowMs);
-      const [result] = await retryOnDeadlock(() => this.pool.query<ResultSetHeader>(
-        `UPDATE ${TABLE}
+      const [result] = await retryOnDeadlock(() =>
+        this.pool.query<ResultSetHeader>(
+          `UPDATE ${TABLE}
             SET status = 'delivered', provider_ref = CASE source_event_id ${msgKeyCases} END, delivered_at_ms = ?, next_retry_at_ms = NULL,
                 last_error_code = NULL, last_error = NULL, attempt_count = attempt_count + 1,
                 locked_by = NULL, lock_until_ms = NULL, updated_at_ms = ?
           WHERE ${group.where.sql} AND ${guard.sql}`,
-        [...group.items.flatMap((i) => [i.key.sourceEventId, i.providerRef]), nowMs, nowMs, ...group.where.params, ...guard.params],
-      ));
+          [...group.items.flatMap((i) => [i.key.sourceEventId, i.providerRef]), nowMs, nowMs, ...group.where.params, ...guard.params],
+        ),
+      );
       if (result.affectedRows === group.items.length) {
         for (const i of group.items) done.add(`${keyString(i.key)}\u0000${i.providerRef}`);
         continue;
       }
       // Some lock was taken over meanwhile (rare): read back which rows turned delivered by this batch.
-      const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT source_name, app_code, source_event_id, channel, status, provider_ref FROM ${TABLE} WHERE ${group.where.sql}`, group.where.params);
-      for (const r of rows) if (r.status === 'delivered') done.add(`${r.source_name}\u0000${r.app_code}\u0000${r.source_event_id}\u0000${r.channel}\u0000${r.provider_ref}`);
+      const [rows] = await this.pool.query<RowDataPacket[]>(
+        `SELECT source_name, app_code, source_event_id, channel, status, provider_ref FROM ${TABLE} WHERE ${group.where.sql}`,
+        group.where.params,
+      );
+      for (const r of rows)
+        if (r.status === 'delivered') done.add(`${r.source_name}\u0000${r.app_code}\u0000${r.source_event_id}\u0000${r.channel}\u0000${r.provider_ref}`);
     }
     return items.map((i) => done.has(`${keyString(i.key)}\u0000${i.providerRef}`));
   }

@@ -23,7 +23,10 @@ export class DeliveryHistory {
   private pending: Array<{ entry: HistoryEntry; done: () => void }> = [];
   private scheduled = false;
 
-  constructor(private readonly pool: Pool, private readonly onError: (err: Error) => void = () => undefined) {}
+  constructor(
+    private readonly pool: Pool,
+    private readonly onError: (err: Error) => void = () => undefined,
+  ) {}
 
   append(entry: HistoryEntry): Promise<void> {
     return new Promise((done) => {
@@ -41,7 +44,18 @@ export class DeliveryHistory {
     try {
       await this.pool.query<ResultSetHeader>(
         `INSERT INTO notice_delivery_history (source_name, app_code, source_event_id, channel, at_ms, event, actor, error_code, error_message, latency_ms) VALUES ${batch.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
-        batch.flatMap(({ entry: e }) => [e.key.sourceName, e.key.appCode, e.key.sourceEventId, e.key.channel, e.atMs, e.event, clipText(e.actor, 191), e.errorCode ?? null, e.errorMessage ? clipText(e.errorMessage, 1024) : null, e.latencyMs ?? null]),
+        batch.flatMap(({ entry: e }) => [
+          e.key.sourceName,
+          e.key.appCode,
+          e.key.sourceEventId,
+          e.key.channel,
+          e.atMs,
+          e.event,
+          clipText(e.actor, 191),
+          e.errorCode ?? null,
+          e.errorMessage ? clipText(e.errorMessage, 1024) : null,
+          e.latencyMs ?? null,
+        ]),
       );
     } catch (err) {
       this.onError(err as Error);
@@ -51,7 +65,11 @@ export class DeliveryHistory {
   }
 
   /** The history of these events (idx_ndh_event), oldest first, keyed by formatted ledger key. */
-  async forEvents(eventIds: readonly string[]): Promise<Array<{ key: LedgerKey; atMs: number; event: string; actor: string; errorCode: string | null; errorMessage: string | null; latencyMs: number | null }>> {
+  async forEvents(
+    eventIds: readonly string[],
+  ): Promise<
+    Array<{ key: LedgerKey; atMs: number; event: string; actor: string; errorCode: string | null; errorMessage: string | null; latencyMs: number | null }>
+  > {
     if (eventIds.length === 0) return [];
     const [rows] = await this.pool.query<RowDataPacket[]>(
       `SELECT * FROM notice_delivery_history WHERE source_event_id IN (${eventIds.map(() => '?').join(', ')}) ORDER BY at_ms, id LIMIT 1000`,
@@ -59,7 +77,11 @@ export class DeliveryHistory {
     );
     return rows.map((r) => ({
       key: { sourceName: r.source_name, appCode: r.app_code, sourceEventId: r.source_event_id, channel: r.channel },
-      atMs: Number(r.at_ms), event: String(r.event), actor: String(r.actor), errorCode: r.error_code ?? null, errorMessage: r.error_message ?? null,
+      atMs: Number(r.at_ms),
+      event: String(r.event),
+      actor: String(r.actor),
+      errorCode: r.error_code ?? null,
+      errorMessage: r.error_message ?? null,
       latencyMs: r.latency_ms === null ? null : Number(r.latency_ms),
     }));
   }

@@ -18,13 +18,19 @@ export class LedgerQueries {
 
   /** idx_nde_event_id */
   async byEventId(eventId: string): Promise<LedgerRow[]> {
-    const [rows] = await this.pool.query<RowDataPacket[]>('SELECT * FROM notice_delivery_events WHERE source_event_id = ? ORDER BY created_at_ms DESC LIMIT 100', [eventId]);
+    const [rows] = await this.pool.query<RowDataPacket[]>(
+      'SELECT * FROM notice_delivery_events WHERE source_event_id = ? ORDER BY created_at_ms DESC LIMIT 100',
+      [eventId],
+    );
     return rows.map(toLedgerRow);
   }
 
   /** idx_nde_user, newest first */
   async byUserId(userId: string, limit = 50): Promise<LedgerRow[]> {
-    const [rows] = await this.pool.query<RowDataPacket[]>('SELECT * FROM notice_delivery_events WHERE user_id = ? ORDER BY created_at_ms DESC LIMIT ?', [userId, limit]);
+    const [rows] = await this.pool.query<RowDataPacket[]>('SELECT * FROM notice_delivery_events WHERE user_id = ? ORDER BY created_at_ms DESC LIMIT ?', [
+      userId,
+      limit,
+    ]);
     return rows.map(toLedgerRow);
   }
 
@@ -33,7 +39,15 @@ export class LedgerQueries {
    * `windowMs` (a range on idx_nde_status_updated per status, counted up to `cap`); the oldest pending row's age;
    * deliveries in the last minute. Counts at the cap are shown as "cap+".
    */
-  async glance(nowMs: number, windowMs = 3_600_000, cap = 10_000): Promise<{ byStatus: Array<{ status: DeliveryStatus; channel: string; count: number; capped: boolean }>; oldestPendingAgeMs: number | null; deliveredLastMinute: Record<string, number> }> {
+  async glance(
+    nowMs: number,
+    windowMs = 3_600_000,
+    cap = 10_000,
+  ): Promise<{
+    byStatus: Array<{ status: DeliveryStatus; channel: string; count: number; capped: boolean }>;
+    oldestPendingAgeMs: number | null;
+    deliveredLastMinute: Record<string, number>;
+  }> {
     const byStatus: Array<{ status: DeliveryStatus; channel: string; count: number; capped: boolean }> = [];
     for (const status of DELIVERY_STATUSES) {
       const [rows] = await this.pool.query<RowDataPacket[]>(
@@ -62,7 +76,12 @@ export class LedgerQueries {
    * Failed rows last updated before `beforeMs`, oldest first, after `after` (keyset on idx_nde_status_updated, whose
    * entries end with the primary key). A row requeued at or after `beforeMs` and failed again is never in the set.
    */
-  async failedBefore(beforeMs: number, filter: FailedFilter, after: FailedCursor | null, limit: number): Promise<{ rows: LedgerRow[]; next: FailedCursor | null }> {
+  async failedBefore(
+    beforeMs: number,
+    filter: FailedFilter,
+    after: FailedCursor | null,
+    limit: number,
+  ): Promise<{ rows: LedgerRow[]; next: FailedCursor | null }> {
     const { where, params } = filterWhere(filter, ["status = 'failed'", 'updated_at_ms < ?'], [beforeMs]);
     if (after) {
       where.push('(updated_at_ms, source_name, app_code, source_event_id, channel) > (?, ?, ?, ?, ?)');
@@ -75,17 +94,27 @@ export class LedgerQueries {
     );
     const page = rows.map(toLedgerRow);
     const last = page[page.length - 1];
-    return { rows: page, next: last && page.length === limit ? { updatedAtMs: last.updatedAtMs, sourceName: last.sourceName, appCode: last.appCode, sourceEventId: last.sourceEventId, channel: last.channel } : null };
+    return {
+      rows: page,
+      next:
+        last && page.length === limit
+          ? { updatedAtMs: last.updatedAtMs, sourceName: last.sourceName, appCode: last.appCode, sourceEventId: last.sourceEventId, channel: last.channel }
+          : null,
+    };
   }
 
   /** idx_nde_status_updated, newest first; `before` pages by updated_at_ms. */
-  async byStatus(status: DeliveryStatus, options: { limit?: number; offset?: number; sourceName?: string; channel?: string; sinceMs?: number } = {}): Promise<{ rows: LedgerRow[]; total: number }> {
+  async byStatus(
+    status: DeliveryStatus,
+    options: { limit?: number; offset?: number; sourceName?: string; channel?: string; sinceMs?: number } = {},
+  ): Promise<{ rows: LedgerRow[]; total: number }> {
     const { where, params } = filterWhere(options, ['status = ?'], [status]);
     const clause = where.join(' AND ');
-    const [rows] = await this.pool.query<RowDataPacket[]>(
-      `SELECT * FROM notice_delivery_events WHERE ${clause} ORDER BY updated_at_ms DESC LIMIT ? OFFSET ?`,
-      [...params, options.limit ?? 50, options.offset ?? 0],
-    );
+    const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT * FROM notice_delivery_events WHERE ${clause} ORDER BY updated_at_ms DESC LIMIT ? OFFSET ?`, [
+      ...params,
+      options.limit ?? 50,
+      options.offset ?? 0,
+    ]);
     const [count] = await this.pool.query<RowDataPacket[]>(`SELECT COUNT(*) AS n FROM notice_delivery_events WHERE ${clause}`, params);
     return { rows: rows.map(toLedgerRow), total: Number(count[0]?.n ?? 0) };
   }

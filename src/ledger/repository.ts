@@ -20,9 +20,7 @@ function clip(text: string | null): string | null {
   return text === null ? null : clipText(text, MAX_ERROR_LENGTH);
 }
 
-export type ClaimResult =
-  | { claimed: true; row: LedgerRow }
-  | { claimed: false; row: LedgerRow | null };
+export type ClaimResult = { claimed: true; row: LedgerRow } | { claimed: false; row: LedgerRow | null };
 
 /**
  * The code that writes `notice_delivery_events` (with BatchedLedger for the two hot-path writes). Every state
@@ -39,9 +37,23 @@ export class LedgerRepository {
       'last_error_code, last_error, attempt_count, source_row_id, source_created_at_ms, created_at_ms, updated_at_ms, supersede_key, supersede_version)';
     const placeholders = rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)').join(', ');
     const params = rows.flatMap((r) => [
-      r.sourceName, r.appCode, r.sourceEventId, r.channel, r.eventType, r.userId, r.noticeKind, r.status,
-      r.payload, r.lastErrorCode, clip(r.lastError), r.sourceRowId, r.sourceCreatedAtMs, nowMs, nowMs,
-      r.supersede ? supersedeKey(r.supersede.scope) : null, r.supersede ? r.supersede.version : null,
+      r.sourceName,
+      r.appCode,
+      r.sourceEventId,
+      r.channel,
+      r.eventType,
+      r.userId,
+      r.noticeKind,
+      r.status,
+      r.payload,
+      r.lastErrorCode,
+      clip(r.lastError),
+      r.sourceRowId,
+      r.sourceCreatedAtMs,
+      nowMs,
+      nowMs,
+      r.supersede ? supersedeKey(r.supersede.scope) : null,
+      r.supersede ? r.supersede.version : null,
     ]);
     // `ON DUPLICATE KEY UPDATE` with a no-op (rather than INSERT IGNORE) keeps real errors such as truncation loud.
     const [result] = await retryOnDeadlock(() =>
@@ -58,22 +70,37 @@ export class LedgerRepository {
   // Claims and "delivered" outcomes go through BatchedLedger (batched-ledger.ts), which coalesces concurrent jobs.
 
   async recordRetryable(key: LedgerKey, workerId: string, code: string, message: string, nextRetryAtMs: number, nowMs: number): Promise<boolean> {
-    return this.finishAttempt('recordRetryable', key, workerId, nowMs,
+    return this.finishAttempt(
+      'recordRetryable',
+      key,
+      workerId,
+      nowMs,
       `status = 'retryable', provider_ref = NULL, next_retry_at_ms = ?, last_error_code = ?, last_error = ?, attempt_count = attempt_count + 1`,
-      [nextRetryAtMs, code, clip(message)]);
+      [nextRetryAtMs, code, clip(message)],
+    );
   }
 
   async recordFailed(key: LedgerKey, workerId: string, code: string, message: string, nowMs: number): Promise<boolean> {
-    return this.finishAttempt('recordFailed', key, workerId, nowMs,
+    return this.finishAttempt(
+      'recordFailed',
+      key,
+      workerId,
+      nowMs,
       `status = 'failed', provider_ref = NULL, next_retry_at_ms = NULL, last_error_code = ?, last_error = ?, attempt_count = attempt_count + 1`,
-      [code, clip(message)]);
+      [code, clip(message)],
+    );
   }
 
   /** Sent, but the answer was lost and the channel does not resend (push: a resend may show twice). */
   async recordUnconfirmed(key: LedgerKey, workerId: string, ref: string, code: string, message: string, nowMs: number): Promise<boolean> {
-    return this.finishAttempt('recordUnconfirmed', key, workerId, nowMs,
+    return this.finishAttempt(
+      'recordUnconfirmed',
+      key,
+      workerId,
+      nowMs,
       `status = 'delivered_unconfirmed', provider_ref = ?, delivered_at_ms = ?, next_retry_at_ms = NULL, last_error_code = ?, last_error = ?, attempt_count = attempt_count + 1`,
-      [ref, nowMs, code, clip(message)]);
+      [ref, nowMs, code, clip(message)],
+    );
   }
 
   /**
@@ -86,15 +113,22 @@ export class LedgerRepository {
     const guard = transitionGuard('markSending', workerId, nowMs);
     const marked: LedgerKey[] = [];
     for (const group of groupKeys(keys, (key) => key)) {
-      const [result] = await retryOnDeadlock(() => this.pool.query<ResultSetHeader>(
-        `UPDATE ${TABLE} SET provider_ref = ?, updated_at_ms = ? WHERE ${group.where.sql} AND ${guard.sql}`,
-        [ref, nowMs, ...group.where.params, ...guard.params],
-      ));
+      const [result] = await retryOnDeadlock(() =>
+        this.pool.query<ResultSetHeader>(`UPDATE ${TABLE} SET provider_ref = ?, updated_at_ms = ? WHERE ${group.where.sql} AND ${guard.sql}`, [
+          ref,
+          nowMs,
+          ...group.where.params,
+          ...guard.params,
+        ]),
+      );
       if (result.affectedRows === group.items.length) {
         marked.push(...group.items);
         continue;
       }
-      const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT source_event_id FROM ${TABLE} WHERE ${group.where.sql} AND provider_ref = ? AND locked_by = ?`, [...group.where.params, ref, workerId]);
+      const [rows] = await this.pool.query<RowDataPacket[]>(
+        `SELECT source_event_id FROM ${TABLE} WHERE ${group.where.sql} AND provider_ref = ? AND locked_by = ?`,
+        [...group.where.params, ref, workerId],
+      );
       const ids = new Set(rows.map((r) => String(r.source_event_id)));
       marked.push(...group.items.filter((k) => ids.has(k.sourceEventId)));
     }
@@ -107,15 +141,25 @@ export class LedgerRepository {
    */
   /** Finished without a send: a newer version of the same notice (`newerEventId`) is in the ledger already. */
   async recordSuperseded(key: LedgerKey, workerId: string, newerEventId: string, nowMs: number): Promise<boolean> {
-    return this.finishAttempt('recordSuperseded', key, workerId, nowMs,
+    return this.finishAttempt(
+      'recordSuperseded',
+      key,
+      workerId,
+      nowMs,
       `status = 'superseded', superseded_by = ?, next_retry_at_ms = NULL, last_error_code = NULL, last_error = NULL`,
-      [newerEventId]);
+      [newerEventId],
+    );
   }
 
   async releaseRateLimited(key: LedgerKey, workerId: string, code: string, message: string, nextRetryAtMs: number, nowMs: number): Promise<boolean> {
-    return this.finishAttempt('releaseRateLimited', key, workerId, nowMs,
+    return this.finishAttempt(
+      'releaseRateLimited',
+      key,
+      workerId,
+      nowMs,
       `status = 'retryable', provider_ref = NULL, next_retry_at_ms = ?, last_error_code = ?, last_error = ?, claim_count = claim_count - 1`,
-      [nextRetryAtMs, code, clip(message)]);
+      [nextRetryAtMs, code, clip(message)],
+    );
   }
 
   /**
@@ -123,7 +167,11 @@ export class LedgerRepository {
    * `limit`: pending older than a grace (idx_nde_status_updated), retryable past due (idx_nde_status_retry),
    * delivering with an expired lock (idx_nde_status_updated, then the lock test on those few rows).
    */
-  async findStranded(nowMs: number, pendingGraceMs: number, limit: number): Promise<Array<LedgerKey & { eventType: string; noticeKind: string; status: string }>> {
+  async findStranded(
+    nowMs: number,
+    pendingGraceMs: number,
+    limit: number,
+  ): Promise<Array<LedgerKey & { eventType: string; noticeKind: string; status: string }>> {
     const columns = 'source_name, app_code, source_event_id, channel, event_type, notice_kind, status';
     const [rows] = await this.pool.query<RowDataPacket[]>(
       `(SELECT ${columns} FROM ${TABLE} FORCE INDEX (idx_nde_status_updated) WHERE status = 'pending' AND updated_at_ms < ? ORDER BY updated_at_ms LIMIT ?)
@@ -133,7 +181,15 @@ export class LedgerRepository {
        (SELECT ${columns} FROM ${TABLE} FORCE INDEX (idx_nde_status_updated) WHERE status = 'delivering' AND updated_at_ms < ? AND lock_until_ms < ? ORDER BY updated_at_ms LIMIT ?)`,
       [nowMs - pendingGraceMs, limit, nowMs - pendingGraceMs, limit, nowMs - pendingGraceMs, nowMs, limit],
     );
-    return rows.map((r) => ({ sourceName: r.source_name, appCode: r.app_code, sourceEventId: r.source_event_id, channel: r.channel, eventType: r.event_type, noticeKind: r.notice_kind, status: r.status }));
+    return rows.map((r) => ({
+      sourceName: r.source_name,
+      appCode: r.app_code,
+      sourceEventId: r.source_event_id,
+      channel: r.channel,
+      eventType: r.event_type,
+      noticeKind: r.notice_kind,
+      status: r.status,
+    }));
   }
 
   /**
@@ -143,21 +199,24 @@ export class LedgerRepository {
    */
   async markRequeued(keys: readonly LedgerKey[], readAtMs: number, nowMs: number): Promise<void> {
     for (const group of groupKeys(keys, (key) => key)) {
-      await retryOnDeadlock(() => this.pool.query<ResultSetHeader>(
-        `UPDATE ${TABLE}
+      await retryOnDeadlock(() =>
+        this.pool.query<ResultSetHeader>(
+          `UPDATE ${TABLE}
             SET next_retry_at_ms = CASE WHEN status = 'retryable' THEN ? ELSE next_retry_at_ms END, updated_at_ms = ?
           WHERE ${group.where.sql} AND ${inFlightSql()} AND updated_at_ms < ?`,
-        [nowMs, nowMs, ...group.where.params, readAtMs],
-      ));
+          [nowMs, nowMs, ...group.where.params, readAtMs],
+        ),
+      );
     }
   }
 
   /** Deletes up to `limit` final rows of one status older than the cutoff; never touches a row still in flight. */
   async purgeFinal(status: PurgeableStatus, olderThanMs: number, limit: number): Promise<number> {
-    const [result] = await this.pool.query<ResultSetHeader>(
-      `DELETE FROM ${TABLE} WHERE status = ? AND updated_at_ms < ? ORDER BY updated_at_ms LIMIT ?`,
-      [status, olderThanMs, limit],
-    );
+    const [result] = await this.pool.query<ResultSetHeader>(`DELETE FROM ${TABLE} WHERE status = ? AND updated_at_ms < ? ORDER BY updated_at_ms LIMIT ?`, [
+      status,
+      olderThanMs,
+      limit,
+    ]);
     return result.affectedRows;
   }
 
@@ -179,7 +238,14 @@ export class LedgerRepository {
     return moved;
   }
 
-  private async finishAttempt(statement: LedgerStatement, key: LedgerKey, workerId: string, nowMs: number, assignments: string, params: unknown[]): Promise<boolean> {
+  private async finishAttempt(
+    statement: LedgerStatement,
+    key: LedgerKey,
+    workerId: string,
+    nowMs: number,
+    assignments: string,
+    params: unknown[],
+  ): Promise<boolean> {
     const guard = transitionGuard(statement, workerId, nowMs);
     const [result] = await this.pool.query<ResultSetHeader>(
       `UPDATE ${TABLE} SET ${assignments}, locked_by = NULL, lock_until_ms = NULL, updated_at_ms = ?

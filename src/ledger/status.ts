@@ -7,11 +7,32 @@ export const STATUS_TABLE = {
   pending: { meaning: 'waiting for its first send', final: false, retention: null, carriesNewerVersion: true, alarming: false },
   delivering: { meaning: 'claimed by a deliver worker; sending', final: false, retention: null, carriesNewerVersion: true, alarming: false },
   delivered: { meaning: 'the provider took it', final: true, retention: 'delivered', carriesNewerVersion: true, alarming: false },
-  delivered_unconfirmed: { meaning: 'sent, answer lost; not resent, as a resend could show twice (push)', final: true, retention: 'failed', carriesNewerVersion: false, alarming: false },
+  delivered_unconfirmed: {
+    meaning: 'sent, answer lost; not resent, as a resend could show twice (push)',
+    final: true,
+    retention: 'failed',
+    carriesNewerVersion: false,
+    alarming: false,
+  },
   retryable: { meaning: 'a send failed for now; retried at next_retry_at', final: false, retention: null, carriesNewerVersion: true, alarming: false },
-  failed: { meaning: 'given up (permanent error or retries spent); an operator may requeue it', final: true, retention: 'failed', carriesNewerVersion: false, alarming: true },
-  superseded: { meaning: 'not sent: a newer version of the same notice was sent or is on its way', final: true, retention: 'delivered', carriesNewerVersion: false, alarming: false },
-} as const satisfies Record<string, { meaning: string; final: boolean; retention: 'delivered' | 'failed' | null; carriesNewerVersion: boolean; alarming: boolean }>;
+  failed: {
+    meaning: 'given up (permanent error or retries spent); an operator may requeue it',
+    final: true,
+    retention: 'failed',
+    carriesNewerVersion: false,
+    alarming: true,
+  },
+  superseded: {
+    meaning: 'not sent: a newer version of the same notice was sent or is on its way',
+    final: true,
+    retention: 'delivered',
+    carriesNewerVersion: false,
+    alarming: false,
+  },
+} as const satisfies Record<
+  string,
+  { meaning: string; final: boolean; retention: 'delivered' | 'failed' | null; carriesNewerVersion: boolean; alarming: boolean }
+>;
 
 export type DeliveryStatus = keyof typeof STATUS_TABLE;
 

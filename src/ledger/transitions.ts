@@ -70,7 +70,7 @@ export type LockState = 'none' | 'ours' | 'others_live' | 'others_expired';
 
 /** The pure decision the SQL below encodes: may `statement` change a row in `status` with this lock? */
 export function mayApply(statement: LedgerStatement, status: DeliveryStatus, lock: LockState): boolean {
-  const { to, lock: rule } = STATEMENTS[statement];
+  const { lock: rule } = STATEMENTS[statement];
   if (!statementSources(statement).includes(status)) return false;
   if (status !== 'delivering') return true;
   return lock === 'ours' || (rule === 'free_or_ours' && (lock === 'others_expired' || lock === 'none'));

@@ -6,7 +6,12 @@ import type { Supersede } from '../ledger/types.ts';
  * The last step of every notice mapping: serialise the client payload (int64 exact), or say why it cannot be. A
  * channel's own limits (IM's 12 KB message) are the channel's: an inbox-only notice is not bound by them.
  */
-export function toNotice(payload: Record<string, unknown>, meta: { eventType: string; userId: string; noticeKind: string }, supersede?: Supersede, language?: LanguageSource): MappedEvent {
+export function toNotice(
+  payload: Record<string, unknown>,
+  meta: { eventType: string; userId: string; noticeKind: string },
+  supersede?: Supersede,
+  language?: LanguageSource,
+): MappedEvent {
   const malformed = (reason: string): MappedEvent => ({ kind: 'malformed', ...meta, reason });
   let text: string;
   try {

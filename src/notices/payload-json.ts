@@ -27,9 +27,7 @@ export const int64 = z.custom<LosslessNumber | number>((value) => {
 }, 'expected an integer within int64');
 
 export function describeZodError(error: z.ZodError): string {
-  return error.issues
-    .map((issue) => `${issue.path.length ? issue.path.join('.') : 'payload'}: ${issue.message}`)
-    .join('; ');
+  return error.issues.map((issue) => `${issue.path.length ? issue.path.join('.') : 'payload'}: ${issue.message}`).join('; ');
 }
 
 /**
@@ -38,7 +36,8 @@ export function describeZodError(error: z.ZodError): string {
  */
 export function rawPayloadText(row: Record<string, unknown>, maxBytes: number): { text: string } | { problem: string } {
   const bytes = row.payload_bytes === null || row.payload_bytes === undefined ? null : Number(row.payload_bytes);
-  if (bytes !== null && bytes > maxBytes) return { problem: `payload is ${bytes} bytes; more than ${maxBytes} can never fit one IM message (12 KB), so it was not read` };
+  if (bytes !== null && bytes > maxBytes)
+    return { problem: `payload is ${bytes} bytes; more than ${maxBytes} can never fit one IM message (12 KB), so it was not read` };
   if (row.payload === null || row.payload === undefined) return { problem: 'payload is missing' };
   return { text: typeof row.payload === 'string' ? row.payload : String(row.payload) };
 }

@@ -10,7 +10,10 @@ export function sourceModules(config: NoticeConfig): readonly SourceModule[] {
 }
 
 /** A source's keys as the config holds them (`<key>_database`, `<key>_mysql_url`, `<key>_shards`, `<key>_notice_worker`). */
-export function sourceSettings(config: NoticeConfig, module: SourceModule): { database: string; mysqlUrl: string | undefined; shards: readonly OwnerShardConfig[]; worker: OutboxWorkerConfig; workerKey: string } {
+export function sourceSettings(
+  config: NoticeConfig,
+  module: SourceModule,
+): { database: string; mysqlUrl: string | undefined; shards: readonly OwnerShardConfig[]; worker: OutboxWorkerConfig; workerKey: string } {
   return {
     database: settingsOf<string>(config, `${module.key}_database`),
     mysqlUrl: settingsOf<string | undefined>(config, `${module.key}_mysql_url`),
@@ -43,9 +46,10 @@ export function outboxNoticeModules(config: NoticeConfig): OutboxNoticeModule[] 
   return sourceModules(config).map((module) => {
     const s = sourceSettings(config, module);
     const url = s.mysqlUrl ?? config.mysql.url;
-    const shards: OwnerShard[] = s.shards.length > 0
-      ? s.shards.map((shard) => ({ name: shard.name, mysqlUrl: shard.mysql_url ?? url, database: shard.database }))
-      : [{ name: null, mysqlUrl: url, database: s.database }];
+    const shards: OwnerShard[] =
+      s.shards.length > 0
+        ? s.shards.map((shard) => ({ name: shard.name, mysqlUrl: shard.mysql_url ?? url, database: shard.database }))
+        : [{ name: null, mysqlUrl: url, database: s.database }];
     return { module, source: module.outbox(s.database, config), worker: s.worker, workerKey: s.workerKey, noticeKinds: module.noticeKinds, shards };
   });
 }
@@ -60,7 +64,9 @@ export interface SourcePolicy {
  * row left by a removed module) gets the seed's defaults.
  */
 export function sourcePolicy(config: NoticeConfig): (sourceName: string) => SourcePolicy {
-  const policies = new Map(outboxNoticeModules(config).map((m) => [m.source.sourceName, { lockTtlMs: m.worker.lock_ttl, maxRetryCount: m.worker.max_retry_count }]));
+  const policies = new Map(
+    outboxNoticeModules(config).map((m) => [m.source.sourceName, { lockTtlMs: m.worker.lock_ttl, maxRetryCount: m.worker.max_retry_count }]),
+  );
   const fallback: SourcePolicy = { lockTtlMs: 30_000, maxRetryCount: 10 };
   return (sourceName) => policies.get(sourceName) ?? fallback;
 }
@@ -78,13 +84,15 @@ export function mqNoticeModules(config: NoticeConfig): MqNoticeModule[] {
   return sourceModules(config).flatMap((module) => {
     const mq = module.mq;
     if (!mq) return [];
-    return [{
-      sourceName: module.sourceName,
-      subscription: settingsOf<MqSubscriptionConfig>(config.rocketmq, mq.configKey),
-      configKey: `rocketmq.${mq.configKey}`,
-      parse: (body: Buffer, recordedAtMs: number) => mq.parse(body, recordedAtMs, config),
-      maxRetryCount: sourceSettings(config, module).worker.max_retry_count,
-    }];
+    return [
+      {
+        sourceName: module.sourceName,
+        subscription: settingsOf<MqSubscriptionConfig>(config.rocketmq, mq.configKey),
+        configKey: `rocketmq.${mq.configKey}`,
+        parse: (body: Buffer, recordedAtMs: number) => mq.parse(body, recordedAtMs, config),
+        maxRetryCount: sourceSettings(config, module).worker.max_retry_count,
+      },
+    ];
   });
 }
 

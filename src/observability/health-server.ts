@@ -56,7 +56,9 @@ export class HealthServer {
       const server = new grpc.Server();
       this.health.addToServer(server);
       this.grpcPort = await new Promise<number>((resolve, reject) =>
-        server.bindAsync(`${this.options.host ?? '0.0.0.0'}:${grpcPort}`, grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port))),
+        server.bindAsync(`${this.options.host ?? '0.0.0.0'}:${grpcPort}`, grpc.ServerCredentials.createInsecure(), (err, port) =>
+          err ? reject(err) : resolve(port),
+        ),
       );
       this.grpcServer = server;
     }

@@ -17,7 +17,10 @@ export interface RecordedAction extends OperatorAction {
 
 /** notice_operator_actions: who changed what in the pipeline, kept in MySQL next to the ledger it changed. */
 export class AuditLog {
-  constructor(private readonly pool: Pool, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly pool: Pool,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   async record(action: OperatorAction): Promise<number> {
     const [result] = await this.pool.query<ResultSetHeader>(
@@ -29,15 +32,26 @@ export class AuditLog {
 
   /** A long action's progress (and, last, its end) on the row `record` wrote when it began. */
   async update(id: number, progress: Pick<OperatorAction, 'matched' | 'affected' | 'detail'>): Promise<void> {
-    await this.pool.query<ResultSetHeader>('UPDATE notice_operator_actions SET matched = ?, affected = ?, detail = ? WHERE id = ?', [progress.matched, progress.affected, JSON.stringify(progress.detail), id]);
+    await this.pool.query<ResultSetHeader>('UPDATE notice_operator_actions SET matched = ?, affected = ?, detail = ? WHERE id = ?', [
+      progress.matched,
+      progress.affected,
+      JSON.stringify(progress.detail),
+      id,
+    ]);
   }
 
   /** Newest first (idx_noa_at). */
   async recent(limit = 20): Promise<RecordedAction[]> {
     const [rows] = await this.pool.query<RowDataPacket[]>('SELECT * FROM notice_operator_actions ORDER BY at_ms DESC, id DESC LIMIT ?', [limit]);
     return rows.map((r) => ({
-      id: Number(r.id), atMs: Number(r.at_ms), actor: String(r.actor), via: r.via, action: r.action,
-      matched: Number(r.matched), affected: Number(r.affected), detail: JSON.parse(String(r.detail)) as Record<string, unknown>,
+      id: Number(r.id),
+      atMs: Number(r.at_ms),
+      actor: String(r.actor),
+      via: r.via,
+      action: r.action,
+      matched: Number(r.matched),
+      affected: Number(r.affected),
+      detail: JSON.parse(String(r.detail)) as Record<string, unknown>,
     }));
   }
 }

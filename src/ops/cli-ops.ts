@@ -1,6 +1,6 @@
 import ms from 'ms';
 import { channelNames, channelQueueSpecs } from '../channels/registry.ts';
-import { type NoticeConfig } from '../config/schema.ts';
+import type { NoticeConfig } from '../config/schema.ts';
 import { createMysqlPool } from '../platform/mysql.ts';
 import { createRedis } from '../platform/redis.ts';
 import { LedgerQueries } from '../ledger/queries.ts';
@@ -18,7 +18,10 @@ import { pino } from 'pino';
 import { hostname, userInfo } from 'node:os';
 import { RoleConfigError } from '../app/role.ts';
 
-async function withResources<T>(config: NoticeConfig, work: (r: { pool: ReturnType<typeof createMysqlPool>; queues: DeliverQueues }) => Promise<T>): Promise<T> {
+async function withResources<T>(
+  config: NoticeConfig,
+  work: (r: { pool: ReturnType<typeof createMysqlPool>; queues: DeliverQueues }) => Promise<T>,
+): Promise<T> {
   const pool = createMysqlPool(config.mysql.url, 2);
   // Redis only for the commands that touch queues: `audit` and `rejects list/show` work with Redis down.
   let opened: { redis: ReturnType<typeof createRedis>; queues: DeliverQueues } | null = null;
@@ -49,11 +52,17 @@ export async function inspectEvent(config: NoticeConfig, eventId: string): Promi
   return withResources(config, async ({ pool, queues }) => {
     const rows = await new LedgerQueries(pool).byEventId(eventId);
     const timelines = await withTimelines(new DeliveryHistory(pool), rows);
-    return Promise.all(rows.map(async (row, i) => {
-      const job = await queues.getJob(row);
-      // One event asked for by id: the payload is shown here, never in lists.
-      return { ...timelines[i]!, payload: row.payload, job: job ? { id: job.id, state: await job.getState(), attempts_made: job.attemptsMade, failed_reason: job.failedReason || null } : null };
-    }));
+    return Promise.all(
+      rows.map(async (row, i) => {
+        const job = await queues.getJob(row);
+        // One event asked for by id: the payload is shown here, never in lists.
+        return {
+          ...timelines[i]!,
+          payload: row.payload,
+          job: job ? { id: job.id, state: await job.getState(), attempts_made: job.attemptsMade, failed_reason: job.failedReason || null } : null,
+        };
+      }),
+    );
   });
 }
 
@@ -77,13 +86,22 @@ export interface RequeueCommand {
  * `notice-service requeue --status failed [--source …] [--channel …] [--since …] [--dry-run]`: the failed rows as
  * they stand when it starts, each taken once (runRequeue); progress on stderr.
  */
-export async function requeueCommand(config: NoticeConfig, options: RequeueCommand): Promise<{ matched: number; requeued: number; skipped: Array<{ event_id: string; reason: string }>; dry_run: boolean }> {
+export async function requeueCommand(
+  config: NoticeConfig,
+  options: RequeueCommand,
+): Promise<{ matched: number; requeued: number; skipped: Array<{ event_id: string; reason: string }>; dry_run: boolean }> {
   if (options.status !== 'failed') throw new RoleConfigError(`--status: only "failed" rows can be requeued, got "${options.status}"`);
   const names = channelNames(config);
-  if (options.channel !== undefined && !names.includes(options.channel)) throw new RoleConfigError(`--channel must be one of ${names.join(', ')}, got "${options.channel}"`);
+  if (options.channel !== undefined && !names.includes(options.channel))
+    throw new RoleConfigError(`--channel must be one of ${names.join(', ')}, got "${options.channel}"`);
   const sinceMs = options.since ? parseSince(options.since) : undefined;
   const policyFor = sourcePolicy(config);
-  const detail = { status: options.status, ...(options.source ? { source: options.source } : {}), ...(options.channel ? { channel: options.channel } : {}), ...(options.since ? { since: options.since } : {}) };
+  const detail = {
+    status: options.status,
+    ...(options.source ? { source: options.source } : {}),
+    ...(options.channel ? { channel: options.channel } : {}),
+    ...(options.since ? { since: options.since } : {}),
+  };
   return withResources(config, async ({ pool, queues }) => {
     const result = await runRequeue(
       { pool, queues, maxRetryFor: (source) => policyFor(source).maxRetryCount },
@@ -91,7 +109,12 @@ export async function requeueCommand(config: NoticeConfig, options: RequeueComma
       { filter: { sourceName: options.source, channel: options.channel, sinceMs }, detail },
       { dryRun: options.dryRun, onProgress: (p) => void process.stderr.write(`requeue: ${p.matched} matched, ${p.requeued} requeued, ${p.skipped} skipped\n`) },
     );
-    return { matched: result.matched, requeued: result.requeued.length, skipped: result.skipped.map((s) => ({ event_id: s.key.sourceEventId, reason: s.reason })), dry_run: options.dryRun };
+    return {
+      matched: result.matched,
+      requeued: result.requeued.length,
+      skipped: result.skipped.map((s) => ({ event_id: s.key.sourceEventId, reason: s.reason })),
+      dry_run: options.dryRun,
+    };
   });
 }
 
@@ -100,7 +123,7 @@ export async function listRejectsCommand(config: NoticeConfig, options: { reason
   const limit = Number(options.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new RoleConfigError(`--limit must be an integer from 1 to 1000, got "${options.limit}"`);
   const sinceMs = options.since ? parseSince(options.since) : undefined;
-  return withResources(config, async ({ pool }) => (await new RejectStore(pool).list({ reason: options.reason, sinceMs, limit, offset: 0 })));
+  return withResources(config, async ({ pool }) => await new RejectStore(pool).list({ reason: options.reason, sinceMs, limit, offset: 0 }));
 }
 
 /** `notice-service rejects show <id>`: null when there is no such message. */
@@ -118,9 +141,19 @@ export async function showRejectCommand(config: NoticeConfig, idText: string) {
 export async function requeueRejectsCommand(config: NoticeConfig, idTexts: readonly string[]) {
   const ids = idTexts.map(parseRejectId);
   return withResources(config, async ({ pool, queues }) => {
-    const result = await requeueRejected({ rejects: new RejectStore(pool), entryFor: rejectEntries(config, pool, queues, pino({ level: config.log.level, base: { role: 'cli' } }, pino.destination(2))) }, ids);
+    const result = await requeueRejected(
+      {
+        rejects: new RejectStore(pool),
+        entryFor: rejectEntries(config, pool, queues, pino({ level: config.log.level, base: { role: 'cli' } }, pino.destination(2))),
+      },
+      ids,
+    );
     await new AuditLog(pool).record({
-      actor: `${userInfo().username}@${hostname()}`, via: 'cli', action: 'requeue_rejected', matched: ids.length - result.missing.length, affected: result.requeued.length,
+      actor: `${userInfo().username}@${hostname()}`,
+      via: 'cli',
+      action: 'requeue_rejected',
+      matched: ids.length - result.missing.length,
+      affected: result.requeued.length,
       detail: { ids: ids.slice(0, 20), still_rejected: result.stillRejected.length, missing: result.missing.length },
     });
     return { requeued: result.requeued, still_rejected: result.stillRejected, missing: result.missing };
@@ -137,7 +170,15 @@ function parseRejectId(text: string): number {
 export async function auditCommand(config: NoticeConfig, limitText: string) {
   const limit = Number(limitText);
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new RoleConfigError(`--limit must be an integer from 1 to 1000, got "${limitText}"`);
-  return withResources(config, async ({ pool }) => (await new AuditLog(pool).recent(limit)).map((a) => ({
-    at: new Date(a.atMs).toISOString(), actor: a.actor, via: a.via, action: a.action, matched: a.matched, affected: a.affected, detail: a.detail,
-  })));
+  return withResources(config, async ({ pool }) =>
+    (await new AuditLog(pool).recent(limit)).map((a) => ({
+      at: new Date(a.atMs).toISOString(),
+      actor: a.actor,
+      via: a.via,
+      action: a.action,
+      matched: a.matched,
+      affected: a.affected,
+      detail: a.detail,
+    })),
+  );
 }

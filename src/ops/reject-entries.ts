@@ -15,7 +15,16 @@ export function rejectEntries(config: NoticeConfig, pool: Pool, queues: DeliverQ
   return (sourceName) => {
     const module = modules.get(sourceName);
     if (!module) return null;
-    const recorder = new FactRecorder(ledger, (items) => enqueueDeliveries(queues, items.map((i) => ({ ...i, maxRetryCount: module.maxRetryCount }))), channelRoutes(config), logger);
+    const recorder = new FactRecorder(
+      ledger,
+      (items) =>
+        enqueueDeliveries(
+          queues,
+          items.map((i) => ({ ...i, maxRetryCount: module.maxRetryCount })),
+        ),
+      channelRoutes(config),
+      logger,
+    );
     return { parse: module.parse, recorder };
   };
 }

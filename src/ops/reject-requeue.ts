@@ -35,7 +35,10 @@ export async function requeueRejected(deps: RejectRequeueDeps, ids: readonly num
       continue;
     }
     if (message.keptBytes < message.bodyBytes) {
-      result.stillRejected.push({ id, reason: `only the first ${message.keptBytes} of its ${message.bodyBytes} bytes were kept (a body that long can never be parsed); it cannot be requeued` });
+      result.stillRejected.push({
+        id,
+        reason: `only the first ${message.keptBytes} of its ${message.bodyBytes} bytes were kept (a body that long can never be parsed); it cannot be requeued`,
+      });
       continue;
     }
     const parsed = entry.parse(message.rawBody, now());

@@ -37,17 +37,27 @@ const PAGE = 200;
  * twice. The audit row is written first and completed at the end; a run killed midway leaves it `running` with
  * its progress so far.
  */
-export async function runRequeue(deps: RequeueRunDeps, who: Pick<OperatorAction, 'actor' | 'via'>, selection: RequeueSelection, options: { dryRun?: boolean; onProgress?: (p: RequeueProgress) => void | Promise<void> } = {}): Promise<RequeueRunResult> {
+export async function runRequeue(
+  deps: RequeueRunDeps,
+  who: Pick<OperatorAction, 'actor' | 'via'>,
+  selection: RequeueSelection,
+  options: { dryRun?: boolean; onProgress?: (p: RequeueProgress) => void | Promise<void> } = {},
+): Promise<RequeueRunResult> {
   const now = deps.now ?? Date.now;
   const startedAtMs = now();
   const ledger = new LedgerRepository(deps.pool);
   const audit = new AuditLog(deps.pool, now);
   const history = new DeliveryHistory(deps.pool);
   const result: RequeueRunResult = { matched: 0, requeued: [], skipped: [] };
-  const detail = 'keys' in selection
-    ? { event_ids: selection.keys.slice(0, 20).map((k) => k.sourceEventId), ...(selection.keys.length > 20 ? { more: selection.keys.length - 20 } : {}) }
-    : selection.detail;
-  const progress = (state: string) => ({ matched: result.matched, affected: result.requeued.length, detail: { ...detail, state, skipped: result.skipped.length, started_at_ms: startedAtMs, ...(state === 'running' ? {} : { ended_at_ms: now() }) } });
+  const detail =
+    'keys' in selection
+      ? { event_ids: selection.keys.slice(0, 20).map((k) => k.sourceEventId), ...(selection.keys.length > 20 ? { more: selection.keys.length - 20 } : {}) }
+      : selection.detail;
+  const progress = (state: string) => ({
+    matched: result.matched,
+    affected: result.requeued.length,
+    detail: { ...detail, state, skipped: result.skipped.length, started_at_ms: startedAtMs, ...(state === 'running' ? {} : { ended_at_ms: now() }) },
+  });
   const auditId = options.dryRun ? null : await audit.record({ ...who, action: 'requeue_failed', ...progress('running') });
   let state = 'done';
   try {
@@ -70,7 +80,13 @@ export async function runRequeue(deps: RequeueRunDeps, who: Pick<OperatorAction,
   return result;
 }
 
-async function* pagesOf(pool: Pool, ledger: LedgerRepository, selection: RequeueSelection, startedAtMs: number, result: RequeueRunResult): AsyncGenerator<LedgerRow[]> {
+async function* pagesOf(
+  pool: Pool,
+  ledger: LedgerRepository,
+  selection: RequeueSelection,
+  startedAtMs: number,
+  result: RequeueRunResult,
+): AsyncGenerator<LedgerRow[]> {
   if ('keys' in selection) {
     const rows: LedgerRow[] = [];
     for (const key of selection.keys) {

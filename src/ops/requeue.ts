@@ -13,7 +13,14 @@ export interface RequeueResult {
  * sit in the failed set, where it would swallow the new add, so it is removed first. Rows without a payload
  * (malformed at ingest) cannot be sent and are skipped with a reason.
  */
-export async function requeueFailed(ledger: LedgerRepository, queues: DeliverQueues, rows: readonly LedgerRow[], maxRetryFor: (source: string) => number, story?: { history: Pick<DeliveryHistory, 'append'>; actor: string }, nowMs = Date.now()): Promise<RequeueResult> {
+export async function requeueFailed(
+  ledger: LedgerRepository,
+  queues: DeliverQueues,
+  rows: readonly LedgerRow[],
+  maxRetryFor: (source: string) => number,
+  story?: { history: Pick<DeliveryHistory, 'append'>; actor: string },
+  nowMs = Date.now(),
+): Promise<RequeueResult> {
   const skipped: RequeueResult['skipped'] = [];
   const candidates: LedgerRow[] = [];
   for (const row of rows) {
@@ -27,6 +34,9 @@ export async function requeueFailed(ledger: LedgerRepository, queues: DeliverQue
     const existing = await queues.getJob(row);
     if (existing && ((await existing.isFailed()) || (await existing.isCompleted()))) await existing.remove();
   }
-  await enqueueDeliveries(queues, moved.map((row) => ({ key: row, eventType: row.eventType, noticeKind: row.noticeKind, maxRetryCount: maxRetryFor(row.sourceName) })));
+  await enqueueDeliveries(
+    queues,
+    moved.map((row) => ({ key: row, eventType: row.eventType, noticeKind: row.noticeKind, maxRetryCount: maxRetryFor(row.sourceName) })),
+  );
   return { requeued: moved, skipped };
 }

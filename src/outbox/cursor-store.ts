@@ -14,7 +14,13 @@ export class CursorStore {
    * @param initialHighWaterId where a source without a cursor row starts (0 = the whole outbox; `start_from: latest`
    *   passes the current top id). An existing cursor is never moved by it.
    */
-  async acquire(sourceName: string, owner: string, nowMs: number, leaseMs: number, initialHighWaterId: () => Promise<number> = async () => 0): Promise<boolean> {
+  async acquire(
+    sourceName: string,
+    owner: string,
+    nowMs: number,
+    leaseMs: number,
+    initialHighWaterId: () => Promise<number> = async () => 0,
+  ): Promise<boolean> {
     const [existing] = await this.pool.query<RowDataPacket[]>('SELECT 1 FROM notice_ingest_cursors WHERE source_name = ?', [sourceName]);
     if (existing.length === 0) {
       await this.pool.query(
@@ -32,10 +38,7 @@ export class CursorStore {
   }
 
   async load(sourceName: string): Promise<CursorState> {
-    const [rows] = await this.pool.query<RowDataPacket[]>(
-      'SELECT high_water_id, open_gaps FROM notice_ingest_cursors WHERE source_name = ?',
-      [sourceName],
-    );
+    const [rows] = await this.pool.query<RowDataPacket[]>('SELECT high_water_id, open_gaps FROM notice_ingest_cursors WHERE source_name = ?', [sourceName]);
     const row = rows[0];
     return row ? { highWaterId: Number(row.high_water_id), gaps: parseGaps(row.open_gaps) } : { highWaterId: 0, gaps: [] };
   }
@@ -44,7 +47,14 @@ export class CursorStore {
    * Saves the position and renews the lease; false means the lease was lost and nothing was written. Holes given up
    * in this step move to the late-commit watch in the same transaction, so none is dropped between the two tables.
    */
-  async save(sourceName: string, owner: string, state: CursorState, nowMs: number, leaseMs: number, watch?: { store: GapWatchStore; chunks: readonly WatchChunk[] }): Promise<boolean> {
+  async save(
+    sourceName: string,
+    owner: string,
+    state: CursorState,
+    nowMs: number,
+    leaseMs: number,
+    watch?: { store: GapWatchStore; chunks: readonly WatchChunk[] },
+  ): Promise<boolean> {
     const update = (db: Pool | PoolConnection) =>
       db.query<ResultSetHeader>(
         `UPDATE notice_ingest_cursors SET high_water_id = ?, open_gaps = ?, lease_until_ms = ?, updated_at_ms = ?
@@ -72,9 +82,9 @@ export class CursorStore {
   }
 
   async release(sourceName: string, owner: string): Promise<void> {
-    await this.pool.query(
-      'UPDATE notice_ingest_cursors SET lease_owner = NULL, lease_until_ms = 0 WHERE source_name = ? AND lease_owner = ?',
-      [sourceName, owner],
-    );
+    await this.pool.query('UPDATE notice_ingest_cursors SET lease_owner = NULL, lease_until_ms = 0 WHERE source_name = ? AND lease_owner = ?', [
+      sourceName,
+      owner,
+    ]);
   }
 }

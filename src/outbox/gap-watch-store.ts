@@ -25,8 +25,13 @@ export class GapWatchStore {
       [sourceName, nowMs, limit],
     );
     return rows.map((r) => ({
-      fromId: Number(r.from_id), toId: Number(r.to_id), ranges: parseRanges(r.ranges), holeIds: Number(r.hole_ids),
-      firstSeenMs: Number(r.first_seen_ms), nextCheckAtMs: Number(r.next_check_at_ms), checks: Number(r.checks),
+      fromId: Number(r.from_id),
+      toId: Number(r.to_id),
+      ranges: parseRanges(r.ranges),
+      holeIds: Number(r.hole_ids),
+      firstSeenMs: Number(r.first_seen_ms),
+      nextCheckAtMs: Number(r.next_check_at_ms),
+      checks: Number(r.checks),
     }));
   }
 
@@ -38,7 +43,12 @@ export class GapWatchStore {
 
   async reschedule(sourceName: string, chunk: WatchChunk): Promise<void> {
     await this.pool.query(`UPDATE ${TABLE} SET ranges = ?, hole_ids = ?, next_check_at_ms = ?, checks = ? WHERE source_name = ? AND from_id = ?`, [
-      JSON.stringify(chunk.ranges), chunk.holeIds, chunk.nextCheckAtMs, chunk.checks, sourceName, chunk.fromId,
+      JSON.stringify(chunk.ranges),
+      chunk.holeIds,
+      chunk.nextCheckAtMs,
+      chunk.checks,
+      sourceName,
+      chunk.fromId,
     ]);
   }
 

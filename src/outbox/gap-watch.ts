@@ -44,19 +44,27 @@ export function chunksFor(skipped: readonly GapRange[], nowMs: number, graceMs: 
     const firstSeenMs = Math.min(...part.map((g) => g[2]));
     const next = nextCheckAt(firstSeenMs, 0, nowMs, graceMs, horizonMs);
     if (next === null) continue; // a horizon shorter than the grace: nothing left to watch
-    chunks.push({ fromId: ranges[0]![0], toId: ranges[ranges.length - 1]![1], ranges, holeIds: countGapIds(ranges), firstSeenMs, nextCheckAtMs: next, checks: 0 });
+    chunks.push({
+      fromId: ranges[0]![0],
+      toId: ranges[ranges.length - 1]![1],
+      ranges,
+      holeIds: countGapIds(ranges),
+      firstSeenMs,
+      nextCheckAtMs: next,
+      checks: 0,
+    });
   }
   return chunks;
 }
 
-export type CheckOutcome =
-  | { kind: 'filled' }
-  | { kind: 'abandoned'; holeIds: number }
-  | { kind: 'watching'; chunk: WatchChunk };
+export type CheckOutcome = { kind: 'filled' } | { kind: 'abandoned'; holeIds: number } | { kind: 'watching'; chunk: WatchChunk };
 
 /** A chunk after one look that found `foundIds` committed: done, given up for good, or rescheduled. */
 export function afterCheck(chunk: WatchChunk, foundIds: readonly number[], nowMs: number, graceMs: number, horizonMs: number): CheckOutcome {
-  const ranges = removeIds(chunk.ranges.map(([from, to]): GapRange => [from, to, 0]), foundIds).map(([from, to]): IdRange => [from, to]);
+  const ranges = removeIds(
+    chunk.ranges.map(([from, to]): GapRange => [from, to, 0]),
+    foundIds,
+  ).map(([from, to]): IdRange => [from, to]);
   if (ranges.length === 0) return { kind: 'filled' };
   const next = nextCheckAt(chunk.firstSeenMs, chunk.checks + 1, nowMs, graceMs, horizonMs);
   if (next === null) return { kind: 'abandoned', holeIds: countGapIds(ranges) };

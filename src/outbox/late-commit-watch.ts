@@ -34,10 +34,14 @@ export class LateCommitWatch {
   constructor(private readonly deps: LateCommitWatchDeps) {
     const horizon = `${Math.round(deps.horizonMs / 60_000)} min`;
     this.givenUp = new PeriodicSummary(SUMMARY_INTERVAL_MS, (t, since) =>
-      deps.logger.info({ hole_ranges: t.ranges, hole_ids: t.ids, since_ms: Number.isFinite(since) ? since : undefined },
-        `outbox id holes not committed within gap_grace; re-checking them for late commits for up to ${horizon} (rolled-back inserts and sparse ids look the same)`));
+      deps.logger.info(
+        { hole_ranges: t.ranges, hole_ids: t.ids, since_ms: Number.isFinite(since) ? since : undefined },
+        `outbox id holes not committed within gap_grace; re-checking them for late commits for up to ${horizon} (rolled-back inserts and sparse ids look the same)`,
+      ),
+    );
     this.abandoned = new PeriodicSummary(SUMMARY_INTERVAL_MS, (t) =>
-      deps.logger.info({ hole_ids: t.ids }, 'outbox id holes still empty after late_commit_horizon; no longer watched'));
+      deps.logger.info({ hole_ids: t.ids }, 'outbox id holes still empty after late_commit_horizon; no longer watched'),
+    );
   }
 
   /** The chunks to store with the cursor save that gives these holes up. */
@@ -82,11 +86,19 @@ export class LateCommitWatch {
         metrics?.lateRows.inc({ source: sourceName }, rows.length);
         for (const row of rows) {
           const created = row.created_at_ms === null || row.created_at_ms === undefined ? null : Number(row.created_at_ms);
-          logger.warn({ source_row_id: row.id, late_by_ms: nowMs - chunk.firstSeenMs, source_created_at_ms: created },
-            'outbox row committed after gap_grace was found by the late-commit re-check and ingested');
+          logger.warn(
+            { source_row_id: row.id, late_by_ms: nowMs - chunk.firstSeenMs, source_created_at_ms: created },
+            'outbox row committed after gap_grace was found by the late-commit re-check and ingested',
+          );
         }
       }
-      const outcome = afterCheck(chunk, rows.map((r) => r.id), nowMs, this.deps.gapGraceMs, this.deps.horizonMs);
+      const outcome = afterCheck(
+        chunk,
+        rows.map((r) => r.id),
+        nowMs,
+        this.deps.gapGraceMs,
+        this.deps.horizonMs,
+      );
       if (outcome.kind === 'watching') await store.reschedule(sourceName, outcome.chunk);
       else await store.remove(sourceName, chunk.fromId);
       if (outcome.kind === 'abandoned') {

@@ -66,7 +66,19 @@ export interface OutboxPollerDeps {
  * the ledger key and the job id make idempotent; nothing is marked read that is not enqueued.
  */
 export class OutboxPoller {
-  readonly stats: PollerStats = { polls: 0, rowsRead: 0, ingested: 0, parked: 0, skipped: 0, malformed: 0, gapsSkipped: 0, lateRows: 0, backpressuredPolls: 0, errors: 0, lastEventAtMs: null };
+  readonly stats: PollerStats = {
+    polls: 0,
+    rowsRead: 0,
+    ingested: 0,
+    parked: 0,
+    skipped: 0,
+    malformed: 0,
+    gapsSkipped: 0,
+    lateRows: 0,
+    backpressuredPolls: 0,
+    errors: 0,
+    lastEventAtMs: null,
+  };
   private state: CursorState | null = null;
   private leaseUntilMs = 0;
   /** Look at the queue depth before the next read: only after a read that found rows, so an idle poll stays one query. */
@@ -91,8 +103,13 @@ export class OutboxPoller {
     this.log = deps.logger.child({ source: deps.name ?? deps.source.sourceName });
     this.lastProgressMs = this.now();
     this.watch = new LateCommitWatch({
-      sourceName: deps.name ?? deps.source.sourceName, store: deps.gapWatch, reader: deps.reader, gapGraceMs: deps.config.gap_grace,
-      horizonMs: deps.config.late_commit_horizon, logger: this.log, metrics: deps.metrics,
+      sourceName: deps.name ?? deps.source.sourceName,
+      store: deps.gapWatch,
+      reader: deps.reader,
+      gapGraceMs: deps.config.gap_grace,
+      horizonMs: deps.config.late_commit_horizon,
+      logger: this.log,
+      metrics: deps.metrics,
     });
     deps.metrics?.onScrape(() => this.collectLag());
   }
@@ -178,9 +195,8 @@ export class OutboxPoller {
     }
   }
 
-
   async pollOnce(): Promise<PollResult> {
-    const { source, config, reader, cursors, recorder } = this.deps;
+    const { config, reader, cursors } = this.deps;
     this.stats.polls++;
     const startedMs = this.now();
     if (!(await this.holdLease(startedMs))) return { leader: false, newRows: 0, filledGaps: 0, full: false };
@@ -196,7 +212,13 @@ export class OutboxPoller {
 
     if (rows.length > 0) await this.recordRows(rows);
 
-    const { state: next, skipped } = advanceCursor(state, newRows.map((r) => r.id), filled.map((r) => r.id), this.now(), config.gap_grace);
+    const { state: next, skipped } = advanceCursor(
+      state,
+      newRows.map((r) => r.id),
+      filled.map((r) => r.id),
+      this.now(),
+      config.gap_grace,
+    );
     const chunks = this.watch.chunksFor(skipped, this.now());
     this.stats.gapsSkipped += countGapIds(skipped);
     const changed = next.highWaterId !== state.highWaterId || JSON.stringify(next.gaps) !== JSON.stringify(state.gaps);
@@ -257,13 +279,19 @@ export class OutboxPoller {
     const depths = await queueDepth();
     const full = new Set([...depths].filter(([, n]) => n >= config.max_queued_jobs).map(([group]) => group));
     const everyGroup = depths.size > 0 && full.size === depths.size;
-    for (const group of full) if (!this.fullGroups.has(group) && !everyGroup) this.log.info({ app_group: group || 'default', max_queued_jobs: config.max_queued_jobs }, "an app's deliver queues are full; its new facts are recorded without a job until they drain (the reconciler enqueues them)");
+    for (const group of full)
+      if (!this.fullGroups.has(group) && !everyGroup)
+        this.log.info(
+          { app_group: group || 'default', max_queued_jobs: config.max_queued_jobs },
+          "an app's deliver queues are full; its new facts are recorded without a job until they drain (the reconciler enqueues them)",
+        );
     this.fullGroups = full;
     if (everyGroup !== this.holdingBack) {
       this.holdingBack = everyGroup;
       metrics?.backpressured.set({ source: this.name }, everyGroup ? 1 : 0);
       const depth = [...depths.values()].reduce((a, b) => a + b, 0);
-      if (everyGroup) this.log.info({ queued_jobs: depth, max_queued_jobs: config.max_queued_jobs }, 'deliver queue is full; reading no new outbox rows until it drains');
+      if (everyGroup)
+        this.log.info({ queued_jobs: depth, max_queued_jobs: config.max_queued_jobs }, 'deliver queue is full; reading no new outbox rows until it drains');
       else this.log.info({ queued_jobs: depth }, 'deliver queue has room again; reading the outbox');
     }
     if (everyGroup) this.stats.backpressuredPolls++;
@@ -272,7 +300,7 @@ export class OutboxPoller {
 
   /** Renews the lease only when half of it is used, so a busy poll costs no extra statement. */
   private async holdLease(nowMs: number): Promise<boolean> {
-    const { source, config, cursors } = this.deps;
+    const { config, cursors } = this.deps;
     if (this.state && this.leaseUntilMs - nowMs > config.lock_ttl / 2) return true;
     const startAt = async () => (config.start_from === 'latest' ? ((await this.deps.reader.newest())?.id ?? 0) : 0);
     const acquired = await cursors.acquire(this.name, this.deps.owner, nowMs, config.lock_ttl, startAt);

@@ -15,11 +15,16 @@ export class OutboxReader {
   private readonly table: string;
   private blockedAt: string | null = null;
 
-  constructor(private readonly pool: Pool, source: OutboxSource) {
+  constructor(
+    private readonly pool: Pool,
+    source: OutboxSource,
+  ) {
     // A payload is fetched only when it could fit one IM message; its size always comes along, so an 8 MB payload is
     // neither transferred nor parsed (payload_bytes tells the mapping why it is missing).
     const columns = ['id', ...source.columns]
-      .map((c) => (c === 'payload' ? `IF(LENGTH(payload) > ${LIMITS.rawPayloadBytes}, NULL, payload) AS payload, LENGTH(payload) AS payload_bytes` : quoteIdentifier(c)))
+      .map((c) =>
+        c === 'payload' ? `IF(LENGTH(payload) > ${LIMITS.rawPayloadBytes}, NULL, payload) AS payload, LENGTH(payload) AS payload_bytes` : quoteIdentifier(c),
+      )
       .join(', ');
     this.table = `${quoteIdentifier(source.database)}.${quoteIdentifier(source.table)}`;
     this.select = `SELECT ${columns} FROM ${this.table}`;
@@ -58,10 +63,10 @@ export class OutboxReader {
     const ranges = gaps.slice(0, MAX_GAP_RANGES_PER_QUERY);
     if (ranges.length === 0) return [];
     const where = ranges.map(() => '(id BETWEEN ? AND ?)').join(' OR ');
-    const [rows] = await this.pool.query<RowDataPacket[]>(
-      `${this.select} WHERE ${where} ORDER BY id LIMIT ?`,
-      [...ranges.flatMap(([from, to]) => [from, to]), limit],
-    );
+    const [rows] = await this.pool.query<RowDataPacket[]>(`${this.select} WHERE ${where} ORDER BY id LIMIT ?`, [
+      ...ranges.flatMap(([from, to]) => [from, to]),
+      limit,
+    ]);
     return rows.map(toOutboxRow);
   }
 }
@@ -69,9 +74,11 @@ export class OutboxReader {
 /** Thrown when an outbox id cannot be held exactly; the source stops there and readiness says so. */
 export class OutboxIdTooLargeError extends Error {
   constructor(id: unknown) {
-    super(`outbox id ${String(id)} is beyond 2^53 (${Number.MAX_SAFE_INTEGER}), which notice-service cannot track exactly; ` +
-      'the owner contract keeps AUTO_INCREMENT ids below it (docs/owner-contract.md). The source stops before that row: ' +
-      'reset the owner table\'s AUTO_INCREMENT below 2^53 and re-insert the row with a smaller id');
+    super(
+      `outbox id ${String(id)} is beyond 2^53 (${Number.MAX_SAFE_INTEGER}), which notice-service cannot track exactly; ` +
+        'the owner contract keeps AUTO_INCREMENT ids below it (docs/owner-contract.md). The source stops before that row: ' +
+        "reset the owner table's AUTO_INCREMENT below 2^53 and re-insert the row with a smaller id",
+    );
   }
 }
 

@@ -15,7 +15,12 @@ export function createRedis(url: string, role: 'worker' | 'producer', options: {
     const cluster = new Cluster([{ host: seed.hostname, port: Number(seed.port || 6379) }], {
       enableOfflineQueue: true,
       clusterRetryStrategy: retryStrategy,
-      redisOptions: { ...perRole, password: seed.password ? decodeURIComponent(seed.password) : undefined, username: seed.username || undefined, tls: seed.protocol === 'rediss:' ? {} : undefined },
+      redisOptions: {
+        ...perRole,
+        password: seed.password ? decodeURIComponent(seed.password) : undefined,
+        username: seed.username || undefined,
+        tls: seed.protocol === 'rediss:' ? {} : undefined,
+      },
     });
     // BullMQ and our code use the shared command surface; the Cluster client provides it.
     return cluster as unknown as Redis;

@@ -159,7 +159,16 @@ export class MqConsumerLoop {
   private async reject(receiver: MqReceiver, message: MqMessage, reason: string): Promise<void> {
     try {
       await this.options.rejects.record(
-        { sourceName: this.options.sourceName, messageId: message.messageId, topic: message.topic, tag: message.tag, keys: message.keys, deliveryAttempt: message.deliveryAttempt, rawBody: message.body, reason },
+        {
+          sourceName: this.options.sourceName,
+          messageId: message.messageId,
+          topic: message.topic,
+          tag: message.tag,
+          keys: message.keys,
+          deliveryAttempt: message.deliveryAttempt,
+          rawBody: message.body,
+          reason,
+        },
         Date.now(),
       );
     } catch (err) {
@@ -168,7 +177,10 @@ export class MqConsumerLoop {
     }
     this.stats.rejected++;
     this.options.metrics?.mqMessages.inc({ source: this.options.sourceName, result: 'rejected' });
-    this.log.warn({ message_id: message.messageId, keys: message.keys, delivery_attempt: message.deliveryAttempt, reason }, 'MQ message rejected and recorded in notice_rejected_messages');
+    this.log.warn(
+      { message_id: message.messageId, keys: message.keys, delivery_attempt: message.deliveryAttempt, reason },
+      'MQ message rejected and recorded in notice_rejected_messages',
+    );
     await this.ack(receiver, message);
   }
 
@@ -182,7 +194,6 @@ export class MqConsumerLoop {
       this.log.warn({ message_id: message.messageId, err: describeError(err) }, 'ack failed; the message will be redelivered and deduplicated');
     }
   }
-
 }
 
 function backoff(failures: number): number {

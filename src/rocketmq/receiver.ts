@@ -56,7 +56,10 @@ export class RocketMqReceiver implements MqReceiver {
   private readonly consumer: SimpleConsumer;
   private closed = false;
 
-  constructor(private readonly options: RocketMqReceiverOptions, private readonly logger: Logger) {
+  constructor(
+    private readonly options: RocketMqReceiverOptions,
+    private readonly logger: Logger,
+  ) {
     const clientLog = logger.child({ component: 'rocketmq-client' });
     this.consumer = new SimpleConsumer({
       endpoints: options.endpoints,

@@ -29,7 +29,11 @@ export interface TencentImClientOptions {
 export class TencentImClient implements TencentImSender {
   private readonly rest: TencentRest;
 
-  constructor(private readonly options: TencentImClientOptions, userSig: UserSigCache, logger?: Logger) {
+  constructor(
+    private readonly options: TencentImClientOptions,
+    userSig: UserSigCache,
+    logger?: Logger,
+  ) {
     this.rest = new TencentRest(options, userSig, logger);
   }
 

@@ -58,7 +58,10 @@ export const offlinePush = z.strictObject({
   no_push_kinds: z.array(z.string()).default(() => ['wallet_notice']),
   /** `{{field}}` is the payload's field (or its `params` field). */
   templates: z.record(z.string().min(1), z.record(z.string().min(1), pushTemplate)).default(() => ({
-    vip_notice: { en: { title: 'VIP {{vip_name}}', body: 'Your VIP level is now {{level}}.' }, zh: { title: 'VIP {{vip_name}}', body: '你的 VIP 等级已变为 {{level}}。' } },
+    vip_notice: {
+      en: { title: 'VIP {{vip_name}}', body: 'Your VIP level is now {{level}}.' },
+      zh: { title: 'VIP {{vip_name}}', body: '你的 VIP 等级已变为 {{level}}。' },
+    },
     activity_notice: { en: { title: 'Activity', body: 'You have a new activity notice.' }, zh: { title: '活动', body: '你有一条新的活动通知。' } },
     room_notice: { en: { title: 'Room', body: 'You have a new room notice.' }, zh: { title: '房间', body: '你有一条新的房间通知。' } },
   })),
@@ -66,19 +69,33 @@ export const offlinePush = z.strictObject({
   language_field: z.string().min(1).default('language'),
   default_language: z.string().min(1).default('en'),
   /** Vendor classes for private messages (keeps notices out of marketing quotas); see docs/how-it-works.md, "Phone pushes". */
-  vendor: z.strictObject({
-    huawei_category: z.string().default('IM'),
-    huawei_importance: z.enum(['LOW', 'NORMAL']).default('NORMAL'),
-    honor_importance: z.enum(['LOW', 'NORMAL']).default('NORMAL'),
-    oppo_category: z.string().default('IM'),
-    vivo_classification: z.union([z.literal(0), z.literal(1)]).default(1),
-    vivo_category: z.string().default('IM'),
-    meizu_notice_msg_type: z.union([z.literal(0), z.literal(1)]).default(1),
-    xiaomi_channel_id: z.string().default(''),
-    huawei_channel_id: z.string().default(''),
-    oppo_channel_id: z.string().default(''),
-    google_channel_id: z.string().default(''),
-  }).default(() => ({ huawei_category: 'IM', huawei_importance: 'NORMAL' as const, honor_importance: 'NORMAL' as const, oppo_category: 'IM', vivo_classification: 1 as const, vivo_category: 'IM', meizu_notice_msg_type: 1 as const, xiaomi_channel_id: '', huawei_channel_id: '', oppo_channel_id: '', google_channel_id: '' })),
+  vendor: z
+    .strictObject({
+      huawei_category: z.string().default('IM'),
+      huawei_importance: z.enum(['LOW', 'NORMAL']).default('NORMAL'),
+      honor_importance: z.enum(['LOW', 'NORMAL']).default('NORMAL'),
+      oppo_category: z.string().default('IM'),
+      vivo_classification: z.union([z.literal(0), z.literal(1)]).default(1),
+      vivo_category: z.string().default('IM'),
+      meizu_notice_msg_type: z.union([z.literal(0), z.literal(1)]).default(1),
+      xiaomi_channel_id: z.string().default(''),
+      huawei_channel_id: z.string().default(''),
+      oppo_channel_id: z.string().default(''),
+      google_channel_id: z.string().default(''),
+    })
+    .default(() => ({
+      huawei_category: 'IM',
+      huawei_importance: 'NORMAL' as const,
+      honor_importance: 'NORMAL' as const,
+      oppo_category: 'IM',
+      vivo_classification: 1 as const,
+      vivo_category: 'IM',
+      meizu_notice_msg_type: 1 as const,
+      xiaomi_channel_id: '',
+      huawei_channel_id: '',
+      oppo_channel_id: '',
+      google_channel_id: '',
+    })),
 });
 export type OfflinePushConfig = z.infer<typeof offlinePush>;
 

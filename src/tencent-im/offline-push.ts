@@ -27,7 +27,12 @@ function renderTemplate(template: string, payload: Record<string, unknown>): str
 }
 
 /** The template for an event: its event type's, else its notice kind's; in the user's language, else the default. */
-export function templateFor(config: OfflinePushConfig, eventType: string, noticeKind: string, payload: Record<string, unknown>): { title: string; body: string } | null {
+export function templateFor(
+  config: OfflinePushConfig,
+  eventType: string,
+  noticeKind: string,
+  payload: Record<string, unknown>,
+): { title: string; body: string } | null {
   // Own keys only: a payload language of "constructor" (or an event type "toString") is just not found.
   const own = <T>(record: Record<string, T>, key: unknown): T | undefined => (typeof key === 'string' && Object.hasOwn(record, key) ? record[key] : undefined);
   const byLanguage = own(config.templates, eventType) ?? own(config.templates, noticeKind);
@@ -42,8 +47,12 @@ export function templateFor(config: OfflinePushConfig, eventType: string, notice
 function vendorFields(config: OfflinePushConfig): Pick<OfflinePushInfo, 'AndroidInfo' | 'ApnsInfo'> {
   const v = config.vendor;
   const android: Record<string, string | number> = {
-    HuaWeiCategory: v.huawei_category, HuaWeiImportance: v.huawei_importance, HonorImportance: v.honor_importance,
-    OPPOCategory: v.oppo_category, VIVOClassification: v.vivo_classification, VIVOCategory: v.vivo_category,
+    HuaWeiCategory: v.huawei_category,
+    HuaWeiImportance: v.huawei_importance,
+    HonorImportance: v.honor_importance,
+    OPPOCategory: v.oppo_category,
+    VIVOClassification: v.vivo_classification,
+    VIVOCategory: v.vivo_category,
     MeiZuNoticeMsgType: v.meizu_notice_msg_type,
     ...(v.xiaomi_channel_id ? { XiaoMiChannelID: v.xiaomi_channel_id } : {}),
     ...(v.huawei_channel_id ? { HuaWeiChannelID: v.huawei_channel_id } : {}),
@@ -59,7 +68,10 @@ export type RenderedPush = { push: true; info: OfflinePushInfo } | { push: false
  * The phone notification for one notice, or why there is none. Pure: the same row and config always give the same
  * push, so identical pushes (one SystemNotice to many users) can share one timpush/batch call.
  */
-export function renderOfflinePush(config: OfflinePushConfig, row: { eventType: string; noticeKind: string; sourceEventId: string; payload: string | null }): RenderedPush {
+export function renderOfflinePush(
+  config: OfflinePushConfig,
+  row: { eventType: string; noticeKind: string; sourceEventId: string; payload: string | null },
+): RenderedPush {
   if (config.no_push_kinds.includes(row.noticeKind)) return { push: false, reason: `${row.noticeKind} is in offline_push.no_push_kinds` };
   let payload: Record<string, unknown>;
   try {
@@ -83,7 +95,13 @@ export function renderOfflinePush(config: OfflinePushConfig, row: { eventType: s
  * tencent_push channel already pushes (one notification, not two); the rendered push, fitted into the message's
  * 12 KB, for kinds with a template; nothing for the rest (a lone TIMCustomElem without Desc pushes nothing).
  */
-export function c2cOfflinePush(config: OfflinePushConfig, row: { eventType: string; noticeKind: string; sourceEventId: string; payload: string | null }, pushedByPushChannel: boolean, messageBytes: number, limitBytes: number): OfflinePushInfo | undefined {
+export function c2cOfflinePush(
+  config: OfflinePushConfig,
+  row: { eventType: string; noticeKind: string; sourceEventId: string; payload: string | null },
+  pushedByPushChannel: boolean,
+  messageBytes: number,
+  limitBytes: number,
+): OfflinePushInfo | undefined {
   if (pushedByPushChannel || config.no_push_kinds.includes(row.noticeKind)) return { PushFlag: 1 };
   const rendered = renderOfflinePush(config, row);
   return rendered.push ? fitOfflinePush(rendered.info, messageBytes, limitBytes) : undefined;

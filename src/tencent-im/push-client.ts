@@ -36,7 +36,13 @@ export class TencentPushClient implements TencentPushSender {
   }
 
   async batch(call: PushBatch): Promise<PushBatchOutcome> {
-    const body = JSON.stringify({ From_Account: call.fromAccount, To_Account: call.accounts, MsgRandom: call.msgRandom, OfflinePushInfo: call.info, DataId: call.dataId });
+    const body = JSON.stringify({
+      From_Account: call.fromAccount,
+      To_Account: call.accounts,
+      MsgRandom: call.msgRandom,
+      OfflinePushInfo: call.info,
+      DataId: call.dataId,
+    });
     const answer = await this.rest.call('v4/timpush/batch', body);
     if (answer.kind !== 'ok') {
       if (answer.mayHaveArrived) return { kind: 'ambiguous', code: answer.code, message: answer.message, latencyMs: answer.latencyMs };
@@ -49,7 +55,11 @@ export class TencentPushClient implements TencentPushSender {
       if (!results.has(account)) continue;
       const code = Number(e.ErrorCode);
       // A per-account answer is about that account: only a code Tencent marks as transient is worth a retry.
-      results.set(account, { kind: classifyErrorCode(code, 'push') === 'retry' ? 'retry' : 'permanent', code: String(code), message: this.rest.providerText(e.ErrorInfo ?? '') });
+      results.set(account, {
+        kind: classifyErrorCode(code, 'push') === 'retry' ? 'retry' : 'permanent',
+        code: String(code),
+        message: this.rest.providerText(e.ErrorInfo ?? ''),
+      });
     }
     return { kind: 'accepted', taskId: String(answer.body.TaskId ?? ''), results, latencyMs: answer.latencyMs };
   }

@@ -88,14 +88,20 @@ export class TencentRest {
       contenttype: 'json',
     });
     const latency = () => Math.round(performance.now() - started);
-    let response;
+    let response: { statusCode: number; body: string };
     try {
       response = await this.http.post(path, { body, searchParams });
     } catch (err) {
       // got's errors carry the request URL (with the UserSig); keep only the code and a generic message.
       const code = (err as { code?: string }).code ?? 'NETWORK';
       const uploaded = (err as { timings?: { upload?: number } }).timings?.upload !== undefined;
-      return { kind: 'retry', code, message: `transport error ${code}${uploaded ? ' after the request was sent' : ''}`, latencyMs: latency(), mayHaveArrived: uploaded };
+      return {
+        kind: 'retry',
+        code,
+        message: `transport error ${code}${uploaded ? ' after the request was sent' : ''}`,
+        latencyMs: latency(),
+        mayHaveArrived: uploaded,
+      };
     }
     if (response.statusCode !== 200) {
       // Tencent answers every business outcome with 200; another status is its gateway's, before processing.
@@ -110,7 +116,13 @@ export class TencentRest {
     const errorCode = typeof parsed.ErrorCode === 'number' ? parsed.ErrorCode : -1;
     if (errorCode === 0 && parsed.ActionStatus === 'OK') return { kind: 'ok', body: parsed, latencyMs: latency() };
     const message = this.providerText(parsed.ErrorInfo ?? 'no ErrorInfo');
-    return { kind: classifyErrorCode(errorCode, path.startsWith('v4/timpush/') ? 'push' : 'im'), code: String(errorCode), message, latencyMs: latency(), mayHaveArrived: false };
+    return {
+      kind: classifyErrorCode(errorCode, path.startsWith('v4/timpush/') ? 'push' : 'im'),
+      code: String(errorCode),
+      message,
+      latencyMs: latency(),
+      mayHaveArrived: false,
+    };
   }
 
   /** Tencent's own words (ErrorInfo), safe to log and store: no UserSig, no key, no control characters. */

@@ -48,7 +48,10 @@ export const PACE_HOLD_MS = 500;
 /** The pacer's Redis scripts, in src/tencent-im/lua/ (each names its keys and arguments), read once. */
 const LUA_DIR = new URL('./lua/', import.meta.url);
 const PACE_VALUES = {
-  PACE_RECOVERY_PER_S, PACE_FLOOR, PACE_DECREASE, PACE_HOLD_US: PACE_HOLD_MS * 1000,
+  PACE_RECOVERY_PER_S,
+  PACE_FLOOR,
+  PACE_DECREASE,
+  PACE_HOLD_US: PACE_HOLD_MS * 1000,
   PACE_TTL_MS: Math.ceil(((1 - PACE_FLOOR) / PACE_RECOVERY_PER_S) * 1000) + 1000,
 };
 const SCRIPTS = {
@@ -59,10 +62,6 @@ const SCRIPTS = {
 };
 
 /** Lua: the current pace factor (≤ 1) from the stored one and when it was set; KEY and NOW named by the caller. */
-
-
-
-
 
 let members = 0;
 
@@ -122,10 +121,15 @@ export class SendPacer {
    * Takes the next slot without waiting for it, unless it is more than `maxWaitMs` away: its start (Redis time,
    * µs), the wait (ms), the local time of the slot and whether it was taken.
    */
-  async reserve(maxWaitMs = Infinity, asHead?: { age: number }): Promise<{ slotUs: number; waitMs: number; slotLocalMs: number; taken: boolean; behindOlder: boolean }> {
+  async reserve(
+    maxWaitMs = Infinity,
+    asHead?: { age: number },
+  ): Promise<{ slotUs: number; waitMs: number; slotLocalMs: number; taken: boolean; behindOlder: boolean }> {
     const maxWaitUs = Number.isFinite(maxWaitMs) ? String(Math.max(0, Math.floor(maxWaitMs * 1000))) : '1e18';
     const [slot, now, taken, behind] = (await runLuaScript(
-      this.redis, SCRIPTS.reserveSlot, [this.nextFreeKey, this.burstKey, this.headsKey, this.headExpiriesKey, this.paceKey],
+      this.redis,
+      SCRIPTS.reserveSlot,
+      [this.nextFreeKey, this.burstKey, this.headsKey, this.headExpiriesKey, this.paceKey],
       [String(this.intervalUs), maxWaitUs, String(WARM_UP_MS * 1000), String(this.warmUpIntervalUs), String(asHead?.age ?? 0), asHead ? this.memberPrefix : ''],
     )) as [string, string, number, number];
     const slotUs = Number(slot);
@@ -249,11 +253,14 @@ class LocalSlots {
     this.timer = null;
     this.timerAt = next;
     if (next !== Infinity) {
-      this.timer = setTimeout(() => {
-        this.timer = null;
-        this.timerAt = Infinity;
-        this.handOut();
-      }, Math.ceil(next - now));
+      this.timer = setTimeout(
+        () => {
+          this.timer = null;
+          this.timerAt = Infinity;
+          this.handOut();
+        },
+        Math.ceil(next - now),
+      );
     }
   }
 }
@@ -277,7 +284,8 @@ function insertSorted<T>(list: T[], item: T, compare: (a: T, b: T) => number): v
 /** Sends waiting for their turn to reserve, oldest first; one reserves at a time, the others wait (or give up). */
 class ReserveTurns {
   private busy = false;
-  private readonly waiting: Array<{ age: number; seq: number; go: (turn: { ok: true } | { ok: false; ahead: number }) => void; timer: NodeJS.Timeout | null }> = [];
+  private readonly waiting: Array<{ age: number; seq: number; go: (turn: { ok: true } | { ok: false; ahead: number }) => void; timer: NodeJS.Timeout | null }> =
+    [];
   private seq = 0;
   private pumpScheduled = false;
 
@@ -286,12 +294,15 @@ class ReserveTurns {
     return new Promise((go) => {
       const waiter = { age, seq: this.seq++, go, timer: null as NodeJS.Timeout | null };
       if (Number.isFinite(deadline)) {
-        waiter.timer = setTimeout(() => {
-          const at = this.waiting.indexOf(waiter);
-          if (at < 0) return;
-          this.waiting.splice(at, 1);
-          go({ ok: false, ahead: at });
-        }, Math.max(0, deadline - performance.now()));
+        waiter.timer = setTimeout(
+          () => {
+            const at = this.waiting.indexOf(waiter);
+            if (at < 0) return;
+            this.waiting.splice(at, 1);
+            go({ ok: false, ahead: at });
+          },
+          Math.max(0, deadline - performance.now()),
+        );
       }
       insertSorted(this.waiting, waiter, oldestFirst);
       this.schedulePump();

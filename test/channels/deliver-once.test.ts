@@ -11,9 +11,29 @@ const KEY: LedgerKey = { sourceName: 'room_outbox', appCode: 'lalu', sourceEvent
 
 function memoryLedger(row: Partial<LedgerRow> = {}) {
   const state: LedgerRow = {
-    ...KEY, eventType: 'RoomMemberKicked', userId: '10001', noticeKind: 'room_notice', status: 'pending', attemptCount: 0, claimCount: 0, lockedBy: null, lockUntilMs: null,
-    nextRetryAtMs: null, lastErrorCode: null, lastError: null, payload: '{"x":1}', providerRef: null, sourceRowId: 1, sourceCreatedAtMs: 1, createdAtMs: 1, updatedAtMs: 1,
-    deliveredAtMs: null, supersedeVersion: null, supersedeKey: null, supersededBy: null, ...row,
+    ...KEY,
+    eventType: 'RoomMemberKicked',
+    userId: '10001',
+    noticeKind: 'room_notice',
+    status: 'pending',
+    attemptCount: 0,
+    claimCount: 0,
+    lockedBy: null,
+    lockUntilMs: null,
+    nextRetryAtMs: null,
+    lastErrorCode: null,
+    lastError: null,
+    payload: '{"x":1}',
+    providerRef: null,
+    sourceRowId: 1,
+    sourceCreatedAtMs: 1,
+    createdAtMs: 1,
+    updatedAtMs: 1,
+    deliveredAtMs: null,
+    supersedeVersion: null,
+    supersedeKey: null,
+    supersededBy: null,
+    ...row,
   };
   const held = () => state.status === 'delivering';
   const ledger: DeliveryLedger = {
@@ -22,23 +42,72 @@ function memoryLedger(row: Partial<LedgerRow> = {}) {
       Object.assign(state, { status: 'delivering', claimCount: state.claimCount + 1, lockUntilMs: Date.now() + 30_000 });
       return { claimed: true, row: { ...state } };
     },
-    async recordDelivered(_k, ref) { if (!held()) return false; Object.assign(state, { status: 'delivered', providerRef: ref, attemptCount: state.attemptCount + 1 }); return true; },
-    async recordSuperseded(_k, by) { if (!held()) return false; Object.assign(state, { status: 'superseded', supersededBy: by }); return true; },
-    async recordUnconfirmed(_k, ref, code, message) { if (!held()) return false; Object.assign(state, { status: 'delivered_unconfirmed', providerRef: ref, lastErrorCode: code, lastError: message, attemptCount: state.attemptCount + 1 }); return true; },
-    async recordFailed(_k, code, message) { Object.assign(state, { status: 'failed', lastErrorCode: code, lastError: message, attemptCount: state.attemptCount + 1 }); return true; },
-    async recordRetryable(_k, code, message, at) { Object.assign(state, { status: 'retryable', lastErrorCode: code, lastError: message, nextRetryAtMs: at, attemptCount: state.attemptCount + 1 }); return true; },
-    async release(_k, code, _m, at) { Object.assign(state, { status: 'retryable', lastErrorCode: code, nextRetryAtMs: at, claimCount: state.claimCount - 1 }); return true; },
+    async recordDelivered(_k, ref) {
+      if (!held()) return false;
+      Object.assign(state, { status: 'delivered', providerRef: ref, attemptCount: state.attemptCount + 1 });
+      return true;
+    },
+    async recordSuperseded(_k, by) {
+      if (!held()) return false;
+      Object.assign(state, { status: 'superseded', supersededBy: by });
+      return true;
+    },
+    async recordUnconfirmed(_k, ref, code, message) {
+      if (!held()) return false;
+      Object.assign(state, {
+        status: 'delivered_unconfirmed',
+        providerRef: ref,
+        lastErrorCode: code,
+        lastError: message,
+        attemptCount: state.attemptCount + 1,
+      });
+      return true;
+    },
+    async recordFailed(_k, code, message) {
+      Object.assign(state, { status: 'failed', lastErrorCode: code, lastError: message, attemptCount: state.attemptCount + 1 });
+      return true;
+    },
+    async recordRetryable(_k, code, message, at) {
+      Object.assign(state, { status: 'retryable', lastErrorCode: code, lastError: message, nextRetryAtMs: at, attemptCount: state.attemptCount + 1 });
+      return true;
+    },
+    async release(_k, code, _m, at) {
+      Object.assign(state, { status: 'retryable', lastErrorCode: code, nextRetryAtMs: at, claimCount: state.claimCount - 1 });
+      return true;
+    },
   };
   return { state, ledger };
 }
 
 function channelAnswering(...answers: ChannelOutcome[]): DeliveryChannel & { sends: number; slowed: number } {
-  const ch = { name: 'test_channel', sends: 0, slowed: 0, async send() { ch.sends++; return answers.shift() ?? { kind: 'delivered', ref: 'r', latencyMs: 1 }; }, async onRateLimited() { ch.slowed++; return 0.9; } };
+  const ch = {
+    name: 'test_channel',
+    sends: 0,
+    slowed: 0,
+    async send() {
+      ch.sends++;
+      return answers.shift() ?? { kind: 'delivered', ref: 'r', latencyMs: 1 };
+    },
+    async onRateLimited() {
+      ch.slowed++;
+      return 0.9;
+    },
+  };
   return ch as DeliveryChannel & { sends: number; slowed: number };
 }
 
 function ports(ledger: DeliveryLedger, channel: DeliveryChannel, maxRetry = 2): DeliveryPorts {
-  return { ledger, channel, workerId: 'w1', maxRetryCount: () => maxRetry, retryBaseMs: 10, retryMaxMs: 100, maxUnfinishedAttempts: 3, servesApp: (app) => app === KEY.appCode, logger: pino({ level: 'silent' }) };
+  return {
+    ledger,
+    channel,
+    workerId: 'w1',
+    maxRetryCount: () => maxRetry,
+    retryBaseMs: 10,
+    retryMaxMs: 100,
+    maxUnfinishedAttempts: 3,
+    servesApp: (app) => app === KEY.appCode,
+    logger: pino({ level: 'silent' }),
+  };
 }
 
 describe('deliverOnce (claim → send → record) over plain ports', () => {
@@ -75,7 +144,13 @@ describe('deliverOnce (claim → send → record) over plain ports', () => {
 
   it('an unconfirmed answer (may have reached the provider, not to be resent) is final: recorded with its code, never sent again', async () => {
     const { state, ledger } = memoryLedger();
-    const channel = channelAnswering({ kind: 'unconfirmed', ref: 'push:unconfirmed', code: 'ETIMEDOUT', message: 'transport error ETIMEDOUT after the request was sent', latencyMs: 300 });
+    const channel = channelAnswering({
+      kind: 'unconfirmed',
+      ref: 'push:unconfirmed',
+      code: 'ETIMEDOUT',
+      message: 'transport error ETIMEDOUT after the request was sent',
+      latencyMs: 300,
+    });
     expect(await deliverOnce(ports(ledger, channel), KEY)).toEqual({ action: 'complete', result: 'delivered_unconfirmed' });
     expect(state).toMatchObject({ status: 'delivered_unconfirmed', lastErrorCode: 'ETIMEDOUT', providerRef: 'push:unconfirmed', attemptCount: 1 });
     expect(await deliverOnce(ports(ledger, channel), KEY)).toEqual({ action: 'complete', result: 'already-delivered_unconfirmed' });
@@ -84,7 +159,9 @@ describe('deliverOnce (claim → send → record) over plain ports', () => {
 
   it('fails a permanent answer at once; a rate limit gives the claim back unspent and slows the channel', async () => {
     const a = memoryLedger();
-    expect((await deliverOnce(ports(a.ledger, channelAnswering({ kind: 'permanent', code: '90011', message: 'no such account', latencyMs: 1 })), KEY)).action).toBe('fail');
+    expect(
+      (await deliverOnce(ports(a.ledger, channelAnswering({ kind: 'permanent', code: '90011', message: 'no such account', latencyMs: 1 })), KEY)).action,
+    ).toBe('fail');
     expect(a.state).toMatchObject({ status: 'failed', lastErrorCode: '90011' });
     const b = memoryLedger();
     const channel = channelAnswering({ kind: 'rate_limited', code: '80002', message: 'over', latencyMs: 1 });
@@ -95,7 +172,10 @@ describe('deliverOnce (claim → send → record) over plain ports', () => {
 
   it('a superseded or not-now answer records without a send attempt; a row held by another worker is delayed, not sent', async () => {
     const a = memoryLedger();
-    expect(await deliverOnce(ports(a.ledger, channelAnswering({ kind: 'superseded', newerEventId: 'ev9' })), KEY)).toEqual({ action: 'complete', result: 'superseded' });
+    expect(await deliverOnce(ports(a.ledger, channelAnswering({ kind: 'superseded', newerEventId: 'ev9' })), KEY)).toEqual({
+      action: 'complete',
+      result: 'superseded',
+    });
     expect(a.state).toMatchObject({ status: 'superseded', supersededBy: 'ev9' });
     const b = memoryLedger();
     const d = await deliverOnce(ports(b.ledger, channelAnswering({ kind: 'not_now', code: 'SEND_SLOT_WAIT', message: 'no slot', retryAtMs: 123 })), KEY);
@@ -117,7 +197,13 @@ describe('deliverOnce (claim → send → record) over plain ports', () => {
 });
 
 describe('routeFact', () => {
-  const table = { kinds: new Map<string, readonly string[]>([['tencent_im_c2c', ['*']], ['inbox', ['activity_notice', 'room_notice']]]), overrides: { SystemNotice: ['inbox'] } };
+  const table = {
+    kinds: new Map<string, readonly string[]>([
+      ['tencent_im_c2c', ['*']],
+      ['inbox', ['activity_notice', 'room_notice']],
+    ]),
+    overrides: { SystemNotice: ['inbox'] },
+  };
   it('routes by kind, every channel that takes it, in registry order; an event type override wins', () => {
     expect(routeFact(table, 'WalletBalanceChanged', 'wallet_notice')).toEqual(['tencent_im_c2c']);
     expect(routeFact(table, 'RoomMemberKicked', 'room_notice')).toEqual(['tencent_im_c2c', 'inbox']);

@@ -33,7 +33,9 @@ function client(address: string, credentials: grpc.ChannelCredentials): any {
 }
 
 const call = (c: any, method: string, req: object): Promise<any> =>
-  new Promise((resolve, reject) => c[method](req, { deadline: Date.now() + 5000 }, (err: grpc.ServiceError | null, res: any) => (err ? reject(err) : resolve(res))));
+  new Promise((resolve, reject) =>
+    c[method](req, { deadline: Date.now() + 5000 }, (err: grpc.ServiceError | null, res: any) => (err ? reject(err) : resolve(res))),
+  );
 const refusal = async (c: any, method: string, req: object) => {
   try {
     await call(c, method, req);
@@ -54,11 +56,28 @@ beforeAll(async () => {
   apiPort = await freePort();
   healthPort = await freePort();
   env = await createTestEnv({
-    inbox: { enabled: true, page_token_secret: 'edge-secret', api_host: '0.0.0.0', api_port: apiPort, api_tls: { cert_file: server.certFile, key_file: server.keyFile, client_ca_file: gatewayCa.certFile } },
+    inbox: {
+      enabled: true,
+      page_token_secret: 'edge-secret',
+      api_host: '0.0.0.0',
+      api_port: apiPort,
+      api_tls: { cert_file: server.certFile, key_file: server.keyFile, client_ca_file: gatewayCa.certFile },
+    },
     health: { grpc_port: healthPort, http_port: 0 },
   });
   proc = await startPipeline(env.config, ['deliver', 'inbox-api']);
-  await new InboxStore(env.notice).insert([{ appCode: 'lalu', userId: 'victim_1', fact: { sourceName: 't', appCode: 'lalu', sourceEventId: 'secret-1' }, noticeKind: 'activity_notice', eventType: 'SystemNotice', payload: '{"private":"yes"}', createdAtMs: Date.now(), expireAtMs: null }]);
+  await new InboxStore(env.notice).insert([
+    {
+      appCode: 'lalu',
+      userId: 'victim_1',
+      fact: { sourceName: 't', appCode: 'lalu', sourceEventId: 'secret-1' },
+      noticeKind: 'activity_notice',
+      eventType: 'SystemNotice',
+      payload: '{"private":"yes"}',
+      createdAtMs: Date.now(),
+      expireAtMs: null,
+    },
+  ]);
   const pkg = grpc.loadPackageDefinition(await protoLoader.load(INBOX_PROTO, { keepCase: true, longs: String, enums: String, defaults: true })) as any;
   InboxService = pkg.notice.inbox.v1.InboxService;
 });
@@ -107,8 +126,12 @@ describe('the inbox API answers only the gateway', () => {
 describe('an inbox API config that would be open is refused before anything starts', () => {
   const base = 'mysql: { url: "mysql://x/y" }\nredis: { url: "redis://x" }\ntencent_im: { app_code: lalu }\n';
   it('names inbox.api_tls and inbox.page_token_secret for a non-loopback host', () => {
-    expect(() => parseConfigText(`${base}inbox: { api_host: 0.0.0.0 }\n`, 'c.yaml')).toThrow(/inbox\.api_tls: required[^]*cert_file[^]*key_file[^]*client_ca_file[^]*inbox\.page_token_secret: required/);
-    expect(() => parseConfigText(`${base}inbox: { api_host: 10.0.0.5, page_token_secret: s, api_tls: { cert_file: a, key_file: b, client_ca_file: c } }\n`, 'c.yaml')).not.toThrow();
+    expect(() => parseConfigText(`${base}inbox: { api_host: 0.0.0.0 }\n`, 'c.yaml')).toThrow(
+      /inbox\.api_tls: required[\s\S]*cert_file[\s\S]*key_file[\s\S]*client_ca_file[\s\S]*inbox\.page_token_secret: required/,
+    );
+    expect(() =>
+      parseConfigText(`${base}inbox: { api_host: 10.0.0.5, page_token_secret: s, api_tls: { cert_file: a, key_file: b, client_ca_file: c } }\n`, 'c.yaml'),
+    ).not.toThrow();
     expect(() => parseConfigText(`${base}inbox: { api_host: "::1" }\n`, 'c.yaml')).not.toThrow();
   });
 });
@@ -127,14 +150,20 @@ describe('notice-service config check', () => {
 
     const notPem = join(pki.dir, 'not-pem.yaml');
     writeFileSync(join(pki.dir, 'garbage.pem'), 'hello');
-    writeFileSync(notPem, `${base}inbox: { api_host: 0.0.0.0, page_token_secret: s, api_tls: { cert_file: ${gateway.certFile}, key_file: ${gateway.keyFile}, client_ca_file: ${join(pki.dir, 'garbage.pem')} } }\n`);
+    writeFileSync(
+      notPem,
+      `${base}inbox: { api_host: 0.0.0.0, page_token_secret: s, api_tls: { cert_file: ${gateway.certFile}, key_file: ${gateway.keyFile}, client_ca_file: ${join(pki.dir, 'garbage.pem')} } }\n`,
+    );
     run = spawnNotice(['config', 'check', '--config', notPem]);
     expect(await run.exited).toBe(2);
     expect(run.output()).toMatch(/inbox\.api_tls\.client_ca_file: .*garbage\.pem is not a PEM CA certificate/);
     expect(run.output()).not.toMatch(/valid/);
 
     const good = join(pki.dir, 'good.yaml');
-    writeFileSync(good, `${base}inbox: { api_host: 0.0.0.0, page_token_secret: s, api_tls: { cert_file: ${gateway.certFile}, key_file: ${gateway.keyFile}, client_ca_file: ${serverCa.certFile} } }\n`);
+    writeFileSync(
+      good,
+      `${base}inbox: { api_host: 0.0.0.0, page_token_secret: s, api_tls: { cert_file: ${gateway.certFile}, key_file: ${gateway.keyFile}, client_ca_file: ${serverCa.certFile} } }\n`,
+    );
     run = spawnNotice(['config', 'check', '--config', good]);
     expect(await run.exited).toBe(0);
     expect(run.output()).toMatch(/inbox API 0\.0\.0\.0:13010 .*mutual TLS/);

@@ -10,7 +10,10 @@ describe('inbox API page tokens', () => {
     const token = encodePageToken('s3cret', owner, filter, '12345');
     expect(token).toMatch(/^[A-Za-z0-9_-]+$/);
     expect(decodePageToken('s3cret', owner, filter, token)).toEqual({ ok: true, lastId: '12345' });
-    expect(decodePageToken('s3cret', owner, { ...filter, read: 'unread' }, token)).toMatchObject({ ok: false, reason: expect.stringMatching(/other filters or another caller/) });
+    expect(decodePageToken('s3cret', owner, { ...filter, read: 'unread' }, token)).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/other filters or another caller/),
+    });
     expect(decodePageToken('s3cret', { ...owner, userId: '10002' }, filter, token)).toMatchObject({ ok: false });
     const forged = Buffer.from(Buffer.from(token, 'base64url').toString().replace('12345', '99999')).toString('base64url');
     expect(decodePageToken('s3cret', owner, filter, forged)).toMatchObject({ ok: false, reason: expect.stringMatching(/not a token this service issued/) });
@@ -31,7 +34,11 @@ describe('inbox API request checks', () => {
     expect(() => idsOf(Array.from({ length: 101 }, (_, i) => String(i + 1)))).toThrow(/at most 100/);
     expect(() => idsOf(['12', 'x'])).toThrow(/decimal item id/);
     expect(idsOf(['7', '7', '8'])).toEqual(['7', '8']);
-    expect(filterOf({ read: 'READ_FILTER_UNREAD', archived: 'ARCHIVE_FILTER_INCLUDE', kinds: ['room_notice'] })).toEqual({ read: 'unread', archived: 'include', kinds: ['room_notice'] });
+    expect(filterOf({ read: 'READ_FILTER_UNREAD', archived: 'ARCHIVE_FILTER_INCLUDE', kinds: ['room_notice'] })).toEqual({
+      read: 'unread',
+      archived: 'include',
+      kinds: ['room_notice'],
+    });
     expect(() => filterOf({ kinds: ['Bad Kind'] })).toThrow(/notice kind/);
   });
 });

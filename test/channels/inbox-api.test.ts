@@ -14,7 +14,8 @@ let client: any;
 let store: InboxStore;
 let seq = 0;
 
-const call = (method: string, req: object): Promise<any> => new Promise((resolve, reject) => client[method](req, (err: grpc.ServiceError | null, res: any) => (err ? reject(err) : resolve(res))));
+const call = (method: string, req: object): Promise<any> =>
+  new Promise((resolve, reject) => client[method](req, (err: grpc.ServiceError | null, res: any) => (err ? reject(err) : resolve(res))));
 const fails = async (method: string, req: object) => {
   try {
     await call(method, req);
@@ -26,7 +27,18 @@ const fails = async (method: string, req: object) => {
 const alice = { app_code: 'lalu', user_id: '10001' };
 const bob = { app_code: 'lalu', user_id: '10002' };
 const add = (user: string, n: number, kind = 'activity_notice') =>
-  store.insert(Array.from({ length: n }, () => ({ appCode: 'lalu', userId: user, fact: { sourceName: 't', appCode: 'lalu', sourceEventId: `e${++seq}` }, noticeKind: kind, eventType: 'SystemNotice', payload: `{"n":${seq}}`, createdAtMs: Date.now(), expireAtMs: null })));
+  store.insert(
+    Array.from({ length: n }, () => ({
+      appCode: 'lalu',
+      userId: user,
+      fact: { sourceName: 't', appCode: 'lalu', sourceEventId: `e${++seq}` },
+      noticeKind: kind,
+      eventType: 'SystemNotice',
+      payload: `{"n":${seq}}`,
+      createdAtMs: Date.now(),
+      expireAtMs: null,
+    })),
+  );
 
 beforeAll(async () => {
   const apiPort = await freePort();
@@ -89,12 +101,24 @@ describe('notice.inbox.v1.InboxService over a real gRPC client', () => {
   it('answers bad input with INVALID_ARGUMENT naming the problem', async () => {
     const token = (await call('ListNotifications', { caller: bob, page_size: 1 })).next_page_token;
     expect(token).not.toBe('');
-    expect(await fails('ListNotifications', { caller: bob, page_size: -1 })).toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: expect.stringMatching(/page_size/) });
-    expect(await fails('ListNotifications', { caller: alice, page_token: token })).toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: expect.stringMatching(/another caller/) });
+    expect(await fails('ListNotifications', { caller: bob, page_size: -1 })).toMatchObject({
+      code: grpc.status.INVALID_ARGUMENT,
+      details: expect.stringMatching(/page_size/),
+    });
+    expect(await fails('ListNotifications', { caller: alice, page_token: token })).toMatchObject({
+      code: grpc.status.INVALID_ARGUMENT,
+      details: expect.stringMatching(/another caller/),
+    });
     expect(await fails('ListNotifications', { caller: bob, page_token: 'forged' })).toMatchObject({ code: grpc.status.INVALID_ARGUMENT });
     expect(await fails('ListNotifications', {})).toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: expect.stringMatching(/app_code/) });
-    expect(await fails('MarkNotificationsRead', { caller: bob, ids: Array.from({ length: 101 }, (_, i) => String(i + 1)) })).toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: expect.stringMatching(/at most 100/) });
+    expect(await fails('MarkNotificationsRead', { caller: bob, ids: Array.from({ length: 101 }, (_, i) => String(i + 1)) })).toMatchObject({
+      code: grpc.status.INVALID_ARGUMENT,
+      details: expect.stringMatching(/at most 100/),
+    });
     expect(await fails('DeleteNotifications', { caller: bob, ids: ['999999999'] })).toMatchObject({ code: grpc.status.NOT_FOUND });
-    expect(await fails('MarkAllNotificationsRead', { caller: bob, up_to_id: 'abc' })).toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: 'up_to_id must be a decimal item id (or empty for all), got "abc"' });
+    expect(await fails('MarkAllNotificationsRead', { caller: bob, up_to_id: 'abc' })).toMatchObject({
+      code: grpc.status.INVALID_ARGUMENT,
+      details: 'up_to_id must be a decimal item id (or empty for all), got "abc"',
+    });
   });
 });

@@ -17,21 +17,68 @@ const offlinePush = configSchema.parse({ mysql: { url: 'mysql://x/y' }, redis: {
 const row = (over: Partial<LedgerRow> = {}): LedgerRow => {
   const now = Date.now();
   return {
-    sourceName: 'activity_outbox', appCode: 'lalu', sourceEventId: `p_${Math.random()}`, channel: 'tencent_push', eventType: 'SystemNotice', userId: '80001', noticeKind: 'activity_notice',
-    status: 'delivering', attemptCount: 0, claimCount: 1, lockedBy: 'test', lockUntilMs: now + 20_000, nextRetryAtMs: null, lastErrorCode: null, lastError: null,
-    payload: '{"title_key":"t","body_key":"b"}', providerRef: null, sourceRowId: 1, sourceCreatedAtMs: now, createdAtMs: now, updatedAtMs: now, deliveredAtMs: null,
-    supersedeVersion: null, supersedeKey: null, supersededBy: null, ...over,
+    sourceName: 'activity_outbox',
+    appCode: 'lalu',
+    sourceEventId: `p_${Math.random()}`,
+    channel: 'tencent_push',
+    eventType: 'SystemNotice',
+    userId: '80001',
+    noticeKind: 'activity_notice',
+    status: 'delivering',
+    attemptCount: 0,
+    claimCount: 1,
+    lockedBy: 'test',
+    lockUntilMs: now + 20_000,
+    nextRetryAtMs: null,
+    lastErrorCode: null,
+    lastError: null,
+    payload: '{"title_key":"t","body_key":"b"}',
+    providerRef: null,
+    sourceRowId: 1,
+    sourceCreatedAtMs: now,
+    createdAtMs: now,
+    updatedAtMs: now,
+    deliveredAtMs: null,
+    supersedeVersion: null,
+    supersedeKey: null,
+    supersededBy: null,
+    ...over,
   };
 };
 
 describe('rendering a push (pure)', () => {
   it('fills the kind template in the payload language, keeps vendor classes private, and refuses kinds that must not push', () => {
-    const vip = renderOfflinePush(offlinePush, { eventType: 'VipActivated', noticeKind: 'vip_notice', sourceEventId: 'e', payload: '{"vip_name":"VIP6","level":6,"language":"zh"}' });
-    expect(vip).toMatchObject({ push: true, info: { PushFlag: 0, Title: 'VIP VIP6', Desc: '你的 VIP 等级已变为 6。', AndroidInfo: { HuaWeiCategory: 'IM', OPPOCategory: 'IM', VIVOClassification: 1, HonorImportance: 'NORMAL' } } });
+    const vip = renderOfflinePush(offlinePush, {
+      eventType: 'VipActivated',
+      noticeKind: 'vip_notice',
+      sourceEventId: 'e',
+      payload: '{"vip_name":"VIP6","level":6,"language":"zh"}',
+    });
+    expect(vip).toMatchObject({
+      push: true,
+      info: {
+        PushFlag: 0,
+        Title: 'VIP VIP6',
+        Desc: '你的 VIP 等级已变为 6。',
+        AndroidInfo: { HuaWeiCategory: 'IM', OPPOCategory: 'IM', VIVOClassification: 1, HonorImportance: 'NORMAL' },
+      },
+    });
     if (vip.push) expect(JSON.parse(vip.info.Ext!)).toEqual({ kind: 'vip_notice', event_type: 'VipActivated' });
-    expect(renderOfflinePush(offlinePush, { eventType: 'VipActivated', noticeKind: 'vip_notice', sourceEventId: 'e', payload: '{"vip_name":"V","level":1,"language":"fr"}' })).toMatchObject({ info: { Desc: 'Your VIP level is now 1.' } });
-    expect(renderOfflinePush(offlinePush, { eventType: 'WalletBalanceChanged', noticeKind: 'wallet_notice', sourceEventId: 'e', payload: '{}' })).toMatchObject({ push: false, reason: expect.stringContaining('no_push_kinds') });
-    expect(renderOfflinePush(offlinePush, { eventType: 'X', noticeKind: 'other_notice', sourceEventId: 'e', payload: '{}' })).toMatchObject({ push: false, reason: expect.stringContaining('no offline_push.templates entry') });
+    expect(
+      renderOfflinePush(offlinePush, {
+        eventType: 'VipActivated',
+        noticeKind: 'vip_notice',
+        sourceEventId: 'e',
+        payload: '{"vip_name":"V","level":1,"language":"fr"}',
+      }),
+    ).toMatchObject({ info: { Desc: 'Your VIP level is now 1.' } });
+    expect(renderOfflinePush(offlinePush, { eventType: 'WalletBalanceChanged', noticeKind: 'wallet_notice', sourceEventId: 'e', payload: '{}' })).toMatchObject(
+      { push: false, reason: expect.stringContaining('no_push_kinds') },
+    );
+    expect(renderOfflinePush(offlinePush, { eventType: 'X', noticeKind: 'other_notice', sourceEventId: 'e', payload: '{}' })).toMatchObject({
+      push: false,
+      reason: expect.stringContaining('no offline_push.templates entry'),
+    });
     // Identical notices to different users render identically: that is what lets them share a call.
     const a = renderOfflinePush(offlinePush, { eventType: 'SystemNotice', noticeKind: 'activity_notice', sourceEventId: 'a', payload: '{"title_key":"t"}' });
     const b = renderOfflinePush(offlinePush, { eventType: 'SystemNotice', noticeKind: 'activity_notice', sourceEventId: 'b', payload: '{"title_key":"t"}' });
@@ -116,7 +163,10 @@ describe('the tencent_push channel against fake-im', () => {
     // Nothing listening: refused before anything was sent, so retried even with retry_ambiguous false.
     const c = await pushChannel({ batch_linger: '0ms' });
     channel?.close?.();
-    const closed = await createTestEnv({ tencent_im: { base_url: 'http://127.0.0.1:9' }, tencent_push: { enabled: true, request_timeout: '300ms', batch_linger: '0ms' } });
+    const closed = await createTestEnv({
+      tencent_im: { base_url: 'http://127.0.0.1:9' },
+      tencent_push: { enabled: true, request_timeout: '300ms', batch_linger: '0ms' },
+    });
     const refused = await CHANNEL_MODULES.find((m) => m.name === 'tencent_push')!.create(channelContextFor(closed));
     expect(await send(refused, row(), closed)).toMatchObject({ kind: 'retry', code: 'ECONNREFUSED' });
     refused.close?.();
@@ -126,19 +176,41 @@ describe('the tencent_push channel against fake-im', () => {
 
   it('an activity notice reaches the user as a C2C message and a push, once each; a push outage leaves C2C untouched and drains after', async () => {
     env = await createTestEnv({
-      wallet_notice_worker: { enabled: false }, activity_notice_worker: { enabled: true, poll_interval: '50ms', lock_ttl: '3s', gap_grace: '5s', max_retry_count: 20 },
+      wallet_notice_worker: { enabled: false },
+      activity_notice_worker: { enabled: true, poll_interval: '50ms', lock_ttl: '3s', gap_grace: '5s', max_retry_count: 20 },
       tencent_push: { enabled: true, batch_linger: '10ms' },
     });
     env.fakeIm.setPushFaults({ http_errors: 1_000_000 });
-    await insertActivityRows(env.owner, env.config.activity_database, Array.from({ length: 5 }, (_, i) => ({ event_id: `aev_p${i}`, event_type: 'SystemNotice', user_id: String(90000 + i), payload: { title_key: 't', body_key: 'b' } })));
+    await insertActivityRows(
+      env.owner,
+      env.config.activity_database,
+      Array.from({ length: 5 }, (_, i) => ({
+        event_id: `aev_p${i}`,
+        event_type: 'SystemNotice',
+        user_id: String(90000 + i),
+        payload: { title_key: 't', body_key: 'b' },
+      })),
+    );
     proc = await startPipeline(env.config);
-    const byChannel = async () => (await env!.notice.query<any[]>('SELECT channel, status, COUNT(*) AS n FROM notice_delivery_events GROUP BY channel, status ORDER BY channel, status'))[0].map((r) => `${r.channel}:${r.status}:${r.n}`).join();
-    await waitFor(byChannel, (s) => s.includes('tencent_im_c2c:delivered:5') && s.includes('tencent_push:retryable'), 15_000, 'C2C delivered while push retries');
+    const byChannel = async () =>
+      (await env!.notice.query<any[]>('SELECT channel, status, COUNT(*) AS n FROM notice_delivery_events GROUP BY channel, status ORDER BY channel, status'))[0]
+        .map((r) => `${r.channel}:${r.status}:${r.n}`)
+        .join();
+    await waitFor(
+      byChannel,
+      (s) => s.includes('tencent_im_c2c:delivered:5') && s.includes('tencent_push:retryable'),
+      15_000,
+      'C2C delivered while push retries',
+    );
     expect(env.fakeIm.pushes()).toHaveLength(0);
     env.fakeIm.setPushFaults({});
     await waitFor(byChannel, (s) => s === 'tencent_im_c2c:delivered:5,tencent_push:delivered:5', 20_000, 'push drains after the outage');
     expect(env.fakeIm.delivered()).toHaveLength(5);
-    const pushed = env.fakeIm.pushes().filter((p) => !p.duplicate).flatMap((p) => p.accounts).sort();
+    const pushed = env.fakeIm
+      .pushes()
+      .filter((p) => !p.duplicate)
+      .flatMap((p) => p.accounts)
+      .sort();
     expect(pushed).toEqual(['90000', '90001', '90002', '90003', '90004']);
     // The push channel sends the phone notification, so the C2C message carries none (one notification, not two).
     expect(env.fakeIm.delivered().map((m) => m.offlinePush)).toEqual(Array(5).fill({ PushFlag: 1 }));
@@ -169,24 +241,32 @@ describe('the tencent_push channel against fake-im', () => {
   it('operators see an event per channel, list failed pushes by channel and requeue only the push', async () => {
     const auth = { authorization: `Basic ${Buffer.from('ops:push-ops-password').toString('base64')}` };
     env = await createTestEnv({
-      wallet_notice_worker: { enabled: false }, activity_notice_worker: { enabled: true, poll_interval: '50ms', lock_ttl: '3s', gap_grace: '5s' },
+      wallet_notice_worker: { enabled: false },
+      activity_notice_worker: { enabled: true, poll_interval: '50ms', lock_ttl: '3s', gap_grace: '5s' },
       tencent_push: { enabled: true, batch_linger: '10ms' },
       dashboard: { port: 0, auth: { username: 'ops', password: 'push-ops-password' }, environment: { label: 'test', color: '#b00020' } },
     });
     // The account is not registered for pushes yet: TIMPush's ErrorList fails that account (70107); C2C is unaffected.
     env.fakeIm.setPushFaults({ not_imported: ['90100'] });
-    await insertActivityRows(env.owner, env.config.activity_database, [{ event_id: 'aev_ops', event_type: 'TaskCompleted', user_id: '90100', payload: { task_id: 'task_daily', progress: 5, target: 5 } }]);
+    await insertActivityRows(env.owner, env.config.activity_database, [
+      { event_id: 'aev_ops', event_type: 'TaskCompleted', user_id: '90100', payload: { task_id: 'task_daily', progress: 5, target: 5 } },
+    ]);
     proc = await startPipeline(env.config, ['ingest', 'deliver', 'dashboard']);
-    const byChannel = async () => (await env!.notice.query<any[]>('SELECT channel, status FROM notice_delivery_events ORDER BY channel'))[0].map((r) => `${r.channel}:${r.status}`).join();
+    const byChannel = async () =>
+      (await env!.notice.query<any[]>('SELECT channel, status FROM notice_delivery_events ORDER BY channel'))[0].map((r) => `${r.channel}:${r.status}`).join();
     await waitFor(byChannel, (s) => s === 'tencent_im_c2c:delivered,tencent_push:failed', 15_000, 'C2C delivered, push dead-lettered');
 
     const inspect = spawnNotice(['inspect', 'aev_ops', '--config', env.configFile]);
     expect(await inspect.exited).toBe(0);
     const rows = JSON.parse(inspect.output().slice(inspect.output().indexOf('[')));
-    expect(rows.map((r: any) => [r.channel, r.status, r.last_error_code, r.job?.state]).sort()).toEqual([['tencent_im_c2c', 'delivered', null, 'completed'], ['tencent_push', 'failed', '70107', 'failed']]);
+    expect(rows.map((r: any) => [r.channel, r.status, r.last_error_code, r.job?.state]).sort()).toEqual([
+      ['tencent_im_c2c', 'delivered', null, 'completed'],
+      ['tencent_push', 'failed', '70107', 'failed'],
+    ]);
 
     const base = `http://127.0.0.1:${proc.dashboard!.port}/admin/api/notices`;
-    const failed = async (channel: string) => (await (await fetch(`${base}/failed?channel=${channel}`, { headers: auth })).json()) as { rows: Array<{ channel: string }>; total: number };
+    const failed = async (channel: string) =>
+      (await (await fetch(`${base}/failed?channel=${channel}`, { headers: auth })).json()) as { rows: Array<{ channel: string }>; total: number };
     expect(await failed('tencent_push')).toMatchObject({ total: 1, rows: [{ channel: 'tencent_push' }] });
     expect((await failed('tencent_im_c2c')).total).toBe(0);
     const bogus = await fetch(`${base}/failed?channel=sms`, { headers: auth });
@@ -213,10 +293,19 @@ describe('the tencent_push channel against fake-im', () => {
     env = await createTestEnv({});
     await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(1), vipActivated(2)]);
     proc = await startPipeline(env.config);
-    await waitFor(async () => env!.fakeIm.delivered().length, (n) => n === 2, 15_000);
+    await waitFor(
+      async () => env!.fakeIm.delivered().length,
+      (n) => n === 2,
+      15_000,
+    );
     const byExt = Object.fromEntries(env.fakeIm.delivered().map((m) => [m.ext, m.offlinePush]));
     expect(byExt.wallet_notice).toEqual({ PushFlag: 1 });
-    expect(byExt.vip_notice).toMatchObject({ PushFlag: 0, Title: 'VIP VIP6', Desc: 'Your VIP level is now 6.', AndroidInfo: { HuaWeiCategory: 'IM', VIVOCategory: 'IM' } });
+    expect(byExt.vip_notice).toMatchObject({
+      PushFlag: 0,
+      Title: 'VIP VIP6',
+      Desc: 'Your VIP level is now 6.',
+      AndroidInfo: { HuaWeiCategory: 'IM', VIVOCategory: 'IM' },
+    });
     // The message's Data is the seed payload, untouched.
     expect(JSON.parse(env.fakeIm.delivered().find((m) => m.ext === 'vip_notice')!.data)).toMatchObject({ event_type: 'VipActivated', level: 6 });
   });

@@ -152,7 +152,10 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   let writing = true;
 
   const h: Harness = {
-    env, redis, mariadb, procs,
+    env,
+    redis,
+    mariadb,
+    procs,
     progress: () => committed / s.events,
     writing: () => writing,
     async spawn(role) {
@@ -173,7 +176,16 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   for (let i = 0; i < s.deliver; i++) await h.spawn('deliver');
   const started = Date.now();
 
-  const w: WriterOptions = { connections: 4, ratePerSecond: 600, maxRowsPerTx: 3, maxCommitDelayMs: 0, rollbackRate: 0, autoIncrementIncrement: 1, row: twoAppRow, ...s.writer };
+  const w: WriterOptions = {
+    connections: 4,
+    ratePerSecond: 600,
+    maxRowsPerTx: 3,
+    maxCommitDelayMs: 0,
+    rollbackRate: 0,
+    autoIncrementIncrement: 1,
+    row: twoAppRow,
+    ...s.writer,
+  };
   let next = 0;
   /** Rows whose transaction was cut by a fault: committed or not, as the outbox says at the end. */
   const cut: string[] = [];
@@ -222,17 +234,22 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
       await sleep(s.sideEveryMs ?? 200);
     }
   };
-  await Promise.all([writers, (async () => {
-    await s.inject?.(h);
-    injecting = false;
-  })(), sideStream()]);
+  await Promise.all([
+    writers,
+    (async () => {
+      await s.inject?.(h);
+      injecting = false;
+    })(),
+    sideStream(),
+  ]);
   await s.beforeDrain?.(h);
   const writtenAt = Date.now();
   // What the owners committed is what the outbox holds (a commit cut by a server restart may have landed or not).
   const [outboxRows] = await retry(() => env.owner.query<any[]>(`SELECT event_id, event_type, user_id FROM \`${env.config.wallet_database}\`.wallet_outbox`));
   const committedIds = new Set<string>(outboxRows.map((r) => r.event_id as string));
   // Rows a scenario's injection wrote itself (late commits) are known only from the outbox.
-  for (const r of outboxRows) if (!intended.has(r.event_id)) intended.set(r.event_id, { user: String(r.user_id), kind: WALLET_KINDS[r.event_type] ?? 'wallet_notice' });
+  for (const r of outboxRows)
+    if (!intended.has(r.event_id)) intended.set(r.event_id, { user: String(r.user_id), kind: WALLET_KINDS[r.event_type] ?? 'wallet_notice' });
   for (const database of [env.config.room_database, env.config.activity_database]) {
     const table = database === env.config.room_database ? 'room_outbox' : 'activity_outbox';
     const [rows] = await retry(() => env.owner.query<any[]>(`SELECT event_id FROM \`${database}\`.${table}`));
@@ -250,7 +267,11 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   let finalCount = 0;
   const deadline = Date.now() + 180_000;
   while (Date.now() < deadline) {
-    const [rows] = await retry(() => env.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_delivery_events WHERE status IN ('delivered', 'delivered_unconfirmed', 'failed', 'superseded')"));
+    const [rows] = await retry(() =>
+      env.notice.query<any[]>(
+        "SELECT COUNT(*) AS n FROM notice_delivery_events WHERE status IN ('delivered', 'delivered_unconfirmed', 'failed', 'superseded')",
+      ),
+    );
     finalCount = Number(rows[0].n);
     if (finalCount >= expectedRows) break;
     await sleep(250);
@@ -259,9 +280,12 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
 
   const [ledger] = await retry(() => env.notice.query<any[]>('SELECT source_event_id, channel, status, last_error_code FROM notice_delivery_events'));
   // A superseded row is only right if a newer version of the same balance reached the user.
-  const [unjustified] = await retry(() => env.notice.query<any[]>(
-    `SELECT s.source_event_id FROM notice_delivery_events s WHERE s.status = 'superseded' AND NOT EXISTS (
-       SELECT 1 FROM notice_delivery_events d WHERE d.supersede_key = s.supersede_key AND d.channel = s.channel AND d.supersede_version > s.supersede_version AND d.status = 'delivered')`));
+  const [unjustified] = await retry(() =>
+    env.notice.query<any[]>(
+      `SELECT s.source_event_id FROM notice_delivery_events s WHERE s.status = 'superseded' AND NOT EXISTS (
+       SELECT 1 FROM notice_delivery_events d WHERE d.supersede_key = s.supersede_key AND d.channel = s.channel AND d.supersede_version > s.supersede_version AND d.status = 'delivered')`,
+    ),
+  );
   const unjustifiedIds = new Set(unjustified.map((r) => String(r.source_event_id)));
   const ledgerByKey = new Map(ledger.map((r) => [`${r.source_event_id}|${r.channel}`, r]));
   // What reached users, per channel: fake-im's accepted messages, and the rows in the inbox table.
@@ -289,9 +313,14 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   }
 
   const failedByCode: Record<string, number> = {};
-  for (const r of ledger) if (r.status === 'failed') { const code = `${r.channel === 'tencent_im_c2c' ? '' : `${r.channel}:`}${r.last_error_code}`; failedByCode[code] = (failedByCode[code] ?? 0) + 1; }
+  for (const r of ledger)
+    if (r.status === 'failed') {
+      const code = `${r.channel === 'tencent_im_c2c' ? '' : `${r.channel}:`}${r.last_error_code}`;
+      failedByCode[code] = (failedByCode[code] ?? 0) + 1;
+    }
   const byChannel: Record<string, ChannelCounts> = {};
-  for (const channel of Object.keys(reached)) byChannel[channel] = { expected: 0, delivered: 0, failed: 0, superseded: 0, unconfirmed: 0, unconfirmed_unreached: 0, stuck: 0, lost: 0 };
+  for (const channel of Object.keys(reached))
+    byChannel[channel] = { expected: 0, delivered: 0, failed: 0, superseded: 0, unconfirmed: 0, unconfirmed_unreached: 0, stuck: 0, lost: 0 };
   let misdirected = crossApp;
   const unconfirmedByCode: Record<string, number> = {};
   for (const id of committedIds) {
@@ -308,8 +337,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
         if (got.length === 0) counts.unconfirmed_unreached++;
         const why = `${got.length === 0 ? 'unreached' : 'reached'}:${row.last_error_code}`;
         unconfirmedByCode[why] = (unconfirmedByCode[why] ?? 0) + 1;
-      }
-      else if (row.status === 'failed') counts.failed++;
+      } else if (row.status === 'failed') counts.failed++;
       else counts.superseded++;
       misdirected += got.filter((user) => user !== intended.get(id)!.user).length;
     }
@@ -321,28 +349,44 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
 
   for (const { proc } of procs) if (proc.child.exitCode === null) proc.child.kill('SIGTERM');
   // A process that does not stop on SIGTERM is a defect to report, not a reason to hang the suite.
-  await Promise.all(procs.map(async ({ role, proc }) => {
-    const stopped = await Promise.race([proc.exited.then(() => true), sleep(15_000).then(() => false)]);
-    if (!stopped) {
-      injections.push(`${role} pid ${proc.child.pid} still running 15 s after SIGTERM; killed`);
-      proc.child.kill('SIGKILL');
-      await proc.exited;
-    }
-  }));
+  await Promise.all(
+    procs.map(async ({ role, proc }) => {
+      const stopped = await Promise.race([proc.exited.then(() => true), sleep(15_000).then(() => false)]);
+      if (!stopped) {
+        injections.push(`${role} pid ${proc.child.pid} still running 15 s after SIGTERM; killed`);
+        proc.child.kill('SIGKILL');
+        await proc.exited;
+      }
+    }),
+  );
   const logs = procs.map(({ role, proc }, i) => ({ file: join(dir, `${i}-${role}.log`), text: proc.output() }));
   for (const l of logs) writeFileSync(l.file, l.text);
   const secretLeaks = scanForSecrets(logs, env.config.tencent_im.secret_key);
 
   const result: ScenarioResult = {
-    scenario: s.name, title: s.title, written: committedIds.size,
+    scenario: s.name,
+    title: s.title,
+    written: committedIds.size,
     written_for_inbox: [...committedIds].filter((id) => inboxKinds.has(intended.get(id)!.kind)).length,
     rolled_back: rolledBack + cut.filter((id) => !committedIds.has(id)).length,
-    delivered: ledger.filter((r) => r.status === 'delivered').length, failed: ledger.filter((r) => r.status === 'failed').length,
-    superseded: ledger.filter((r) => r.status === 'superseded').length, stuck, by_channel: byChannel, misdirected,
-    failed_by_code: failedByCode, unconfirmed_by_code: unconfirmedByCode, fake_im_requests: env.fakeIm.getStats().requests, push_requests: env.fakeIm.getPushStats().requests, push_stats: env.fakeIm.getPushStats(),
+    delivered: ledger.filter((r) => r.status === 'delivered').length,
+    failed: ledger.filter((r) => r.status === 'failed').length,
+    superseded: ledger.filter((r) => r.status === 'superseded').length,
+    stuck,
+    by_channel: byChannel,
+    misdirected,
+    failed_by_code: failedByCode,
+    unconfirmed_by_code: unconfirmedByCode,
+    fake_im_requests: env.fakeIm.getStats().requests,
+    push_requests: env.fakeIm.getPushStats().requests,
+    push_stats: env.fakeIm.getPushStats(),
     duplicate_sends: messages.filter((m) => m.duplicate).length + env.fakeIm.pushes().filter((p) => p.duplicate).length,
     user_visible_duplicates: userVisibleDuplicates,
-    lost, phantom, drain_seconds: Math.round(drainSeconds * 10) / 10, injections, secret_leaks: secretLeaks,
+    lost,
+    phantom,
+    drain_seconds: Math.round(drainSeconds * 10) / 10,
+    injections,
+    secret_leaks: secretLeaks,
   };
   await env.close();
   await redis.destroy();
@@ -410,7 +454,10 @@ function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<s
   const out: Record<string, unknown> = { ...a };
   for (const [k, v] of Object.entries(b)) {
     const cur = out[k];
-    out[k] = cur && typeof cur === 'object' && !Array.isArray(cur) && v && typeof v === 'object' && !Array.isArray(v) ? merge(cur as Record<string, unknown>, v as Record<string, unknown>) : v;
+    out[k] =
+      cur && typeof cur === 'object' && !Array.isArray(cur) && v && typeof v === 'object' && !Array.isArray(v)
+        ? merge(cur as Record<string, unknown>, v as Record<string, unknown>)
+        : v;
   }
   return out;
 }

@@ -20,13 +20,21 @@ async function untilProgress(h: Harness, share: number): Promise<void> {
 
 const scenarios: Scenario[] = [
   {
-    name: 'sigkill-deliver', title: 'SIGKILL a deliver process every 3 s', events: n(5000), ingest: 1, deliver: 3,
+    name: 'sigkill-deliver',
+    title: 'SIGKILL a deliver process every 3 s',
+    events: n(5000),
+    ingest: 1,
+    deliver: 3,
     faults: { delay_ms: 15 },
     writer: { ratePerSecond: 300 },
     inject: killDeliversInTurn,
   },
   {
-    name: 'redis-loss', title: 'FLUSHALL mid-run, then Redis restarted empty', events: n(3000), ingest: 1, deliver: 2,
+    name: 'redis-loss',
+    title: 'FLUSHALL mid-run, then Redis restarted empty',
+    events: n(3000),
+    ingest: 1,
+    deliver: 2,
     faults: { delay_ms: 10 },
     async inject(h) {
       await untilProgress(h, 0.3);
@@ -44,7 +52,11 @@ const scenarios: Scenario[] = [
     },
   },
   {
-    name: 'mysql-drop', title: "Kill the service's MySQL connections every 2 s", events: n(3000), ingest: 1, deliver: 2,
+    name: 'mysql-drop',
+    title: "Kill the service's MySQL connections every 2 s",
+    events: n(3000),
+    ingest: 1,
+    deliver: 2,
     faults: { delay_ms: 10 },
     async inject(h) {
       const db = h.env.config.mysql.url.split('/').pop()!;
@@ -61,21 +73,44 @@ const scenarios: Scenario[] = [
     },
   },
   {
-    name: 'fake-im-chaos', title: 'fake-im: 20% transient, 5% timeouts, slow, resets, 60007 burst, 70001, not-imported users', events: n(3000), ingest: 1, deliver: 2,
+    name: 'fake-im-chaos',
+    title: 'fake-im: 20% transient, 5% timeouts, slow, resets, 60007 burst, 70001, not-imported users',
+    events: n(3000),
+    ingest: 1,
+    deliver: 2,
     notImported: ['10013', '10037'],
     faults: { transient_error_rate: 0.2, timeout_rate: 0.05, timeout_ms: 1500, reset_rate: 0.02, delay_ms: 20 },
     async inject(h) {
       await untilProgress(h, 0.4);
-      h.env.fakeIm.setFaults({ transient_error_rate: 0.2, timeout_rate: 0.05, timeout_ms: 1500, reset_rate: 0.02, delay_ms: 20, not_imported: ['10013', '10037'], errors: [{ code: 60007, count: 200 }, { code: 70001, count: 1 }] });
+      h.env.fakeIm.setFaults({
+        transient_error_rate: 0.2,
+        timeout_rate: 0.05,
+        timeout_ms: 1500,
+        reset_rate: 0.02,
+        delay_ms: 20,
+        not_imported: ['10013', '10037'],
+        errors: [
+          { code: 60007, count: 200 },
+          { code: 70001, count: 1 },
+        ],
+      });
       h.note('burst of 200 × 60007 and one 70001');
     },
   },
   {
-    name: 'out-of-order-writers', title: 'Owner transactions committing out of order, 10% rolled back', events: n(3000), ingest: 1, deliver: 2,
+    name: 'out-of-order-writers',
+    title: 'Owner transactions committing out of order, 10% rolled back',
+    events: n(3000),
+    ingest: 1,
+    deliver: 2,
     writer: { connections: 8, maxRowsPerTx: 5, maxCommitDelayMs: 150, rollbackRate: 0.1, ratePerSecond: 600 },
   },
   {
-    name: 'ingest-failover', title: 'Two ingest processes on one source; the lease holder SIGKILLed mid-batch', events: n(3000), ingest: 2, deliver: 2,
+    name: 'ingest-failover',
+    title: 'Two ingest processes on one source; the lease holder SIGKILLed mid-batch',
+    events: n(3000),
+    ingest: 2,
+    deliver: 2,
     async inject(h) {
       await untilProgress(h, 0.3);
       const [rows] = await h.env.notice.query<any[]>("SELECT lease_owner FROM notice_ingest_cursors WHERE source_name = 'wallet_outbox'");
@@ -87,35 +122,46 @@ const scenarios: Scenario[] = [
     },
   },
   {
-    name: 'partial-wipe', title: "SIGKILL a deliver every 3 s, 10% transient errors, and the queue's keys deleted one by one mid-run", events: n(3000), ingest: 1, deliver: 3,
+    name: 'partial-wipe',
+    title: "SIGKILL a deliver every 3 s, 10% transient errors, and the queue's keys deleted one by one mid-run",
+    events: n(3000),
+    ingest: 1,
+    deliver: 3,
     faults: { transient_error_rate: 0.1, delay_ms: 10 },
     writer: { ratePerSecond: 300 },
     async inject(h) {
-      await Promise.all([killDeliversInTurn(h), (async () => {
-        const { Redis } = await import('ioredis');
-        const client = new Redis(h.env.config.redis.url);
-        // What a failover to a lagging replica, an eviction or a careless cleanup leaves: some keys of every kind
-        // gone, the rest in place, while everything runs. Two slow passes, so workers act between the deletions.
-        for (const share of [0.5, 0.75]) {
-          await untilProgress(h, share);
-          let cursor = '0';
-          let deleted = 0;
-          do {
-            const [nextCursor, keys] = await client.scan(cursor, 'MATCH', `${h.env.config.redis.prefix}*`, 'COUNT', 20);
-            cursor = nextCursor;
-            for (const key of keys) {
-              deleted += await client.del(key);
-              await sleep(1);
-            }
-          } while (cursor !== '0');
-          h.note(`deleted ${deleted} Redis keys one by one (SCAN + DEL)`);
-        }
-        client.disconnect();
-      })()]);
+      await Promise.all([
+        killDeliversInTurn(h),
+        (async () => {
+          const { Redis } = await import('ioredis');
+          const client = new Redis(h.env.config.redis.url);
+          // What a failover to a lagging replica, an eviction or a careless cleanup leaves: some keys of every kind
+          // gone, the rest in place, while everything runs. Two slow passes, so workers act between the deletions.
+          for (const share of [0.5, 0.75]) {
+            await untilProgress(h, share);
+            let cursor = '0';
+            let deleted = 0;
+            do {
+              const [nextCursor, keys] = await client.scan(cursor, 'MATCH', `${h.env.config.redis.prefix}*`, 'COUNT', 20);
+              cursor = nextCursor;
+              for (const key of keys) {
+                deleted += await client.del(key);
+                await sleep(1);
+              }
+            } while (cursor !== '0');
+            h.note(`deleted ${deleted} Redis keys one by one (SCAN + DEL)`);
+          }
+          client.disconnect();
+        })(),
+      ]);
     },
   },
   {
-    name: 'redis-rollback', title: 'Redis restarted from a snapshot 5 s old (failover to a lagging replica) under a backlog', events: n(3000), ingest: 1, deliver: 2,
+    name: 'redis-rollback',
+    title: 'Redis restarted from a snapshot 5 s old (failover to a lagging replica) under a backlog',
+    events: n(3000),
+    ingest: 1,
+    deliver: 2,
     // A slow provider keeps a backlog queued, so the rollback brings back jobs that have since been sent and loses
     // jobs added after the snapshot.
     faults: { delay_ms: 100 },
@@ -136,7 +182,12 @@ const scenarios: Scenario[] = [
     },
   },
   {
-    name: 'mysql-restart', title: 'A private MariaDB crashed (SIGKILL) and restarted twice mid-run', events: n(3000), ingest: 1, deliver: 2, privateMysql: true,
+    name: 'mysql-restart',
+    title: 'A private MariaDB crashed (SIGKILL) and restarted twice mid-run',
+    events: n(3000),
+    ingest: 1,
+    deliver: 2,
+    privateMysql: true,
     faults: { delay_ms: 10 },
     writer: { ratePerSecond: 400 },
     async inject(h) {
@@ -151,7 +202,11 @@ const scenarios: Scenario[] = [
     },
   },
   {
-    name: 'late-commit', title: 'Owner transactions that take their ids first and commit 3× gap_grace later', events: n(3000), ingest: 1, deliver: 2,
+    name: 'late-commit',
+    title: 'Owner transactions that take their ids first and commit 3× gap_grace later',
+    events: n(3000),
+    ingest: 1,
+    deliver: 2,
     config: { wallet_notice_worker: { gap_grace: '2s' } },
     writer: { ratePerSecond: 300 },
     async inject(h) {
@@ -176,7 +231,11 @@ const scenarios: Scenario[] = [
     },
   },
   {
-    name: 'sparse-ids', title: 'Writers with auto_increment_increment = 7 (Group Replication multi-primary)', events: n(3000), ingest: 1, deliver: 2,
+    name: 'sparse-ids',
+    title: 'Writers with auto_increment_increment = 7 (Group Replication multi-primary)',
+    events: n(3000),
+    ingest: 1,
+    deliver: 2,
     config: { wallet_notice_worker: { gap_grace: '2s' } },
     writer: { autoIncrementIncrement: 7 },
   },
@@ -187,7 +246,11 @@ const scenarios: Scenario[] = [
  * nothing that is not superseded, send nothing twice, and every superseded balance must have a newer one delivered.
  */
 scenarios.push({
-  name: 'storm-kill', title: 'Gift storm at the 200/s quota (strict gateway), kicks, rewards, activity and VIP every 250 ms, a deliver SIGKILLed every 1.5 s', events: n(4000), ingest: 1, deliver: 2,
+  name: 'storm-kill',
+  title: 'Gift storm at the 200/s quota (strict gateway), kicks, rewards, activity and VIP every 250 ms, a deliver SIGKILLed every 1.5 s',
+  events: n(4000),
+  ingest: 1,
+  deliver: 2,
   config: {
     tencent_im: { rate_limit_per_second: 200 },
     room_notice_worker: { enabled: true, poll_interval: '100ms', batch_size: 100, lock_ttl: '5s', max_retry_count: 12, gap_grace: '30s' },
@@ -220,28 +283,65 @@ scenarios.push({
 // A slower main stream and a faster side stream: about 15 s per 1,000 events with ~17 push-kind facts a second.
 const PUSH_PACE = { writer: { ratePerSecond: 70 }, sideEveryMs: 40 };
 scenarios.push({
-  name: 'push-chaos', title: 'TIMPush: 20% 91000, 5% timeouts, resets before and after processing, 502s, a 60007 burst at 30 calls/s; IM healthy', events: n(2000), ingest: 1, deliver: 2,
+  name: 'push-chaos',
+  title: 'TIMPush: 20% 91000, 5% timeouts, resets before and after processing, 502s, a 60007 burst at 30 calls/s; IM healthy',
+  events: n(2000),
+  ingest: 1,
+  deliver: 2,
   faults: { delay_ms: 10 },
-  pushFaults: { transient_error_rate: 0.2, timeout_rate: 0.05, timeout_ms: 1500, reset_rate: 0.03, reset_after_processing_rate: 0.03, rate_limit_per_second: 30, rate_limit_counts_rejected: true },
+  pushFaults: {
+    transient_error_rate: 0.2,
+    timeout_rate: 0.05,
+    timeout_ms: 1500,
+    reset_rate: 0.03,
+    reset_after_processing_rate: 0.03,
+    rate_limit_per_second: 30,
+    rate_limit_counts_rejected: true,
+  },
   ...PUSH_PACE,
   async inject(h) {
     await untilProgress(h, 0.4);
-    h.env.fakeIm.setPushFaults({ transient_error_rate: 0.2, timeout_rate: 0.05, timeout_ms: 1500, reset_rate: 0.03, reset_after_processing_rate: 0.03, rate_limit_per_second: 30, rate_limit_counts_rejected: true, http_errors: 10, errors: [{ code: 60007, count: 30 }] });
+    h.env.fakeIm.setPushFaults({
+      transient_error_rate: 0.2,
+      timeout_rate: 0.05,
+      timeout_ms: 1500,
+      reset_rate: 0.03,
+      reset_after_processing_rate: 0.03,
+      rate_limit_per_second: 30,
+      rate_limit_counts_rejected: true,
+      http_errors: 10,
+      errors: [{ code: 60007, count: 30 }],
+    });
     h.note('10 × HTTP 502 and 30 × 60007 on timpush/batch');
   },
 });
 scenarios.push({
-  name: 'im-chaos-push-healthy', title: 'Tencent IM sendmsg: 30% transient, 5% timeouts, resets, a 60007 burst; TIMPush healthy', events: n(2000), ingest: 1, deliver: 2,
+  name: 'im-chaos-push-healthy',
+  title: 'Tencent IM sendmsg: 30% transient, 5% timeouts, resets, a 60007 burst; TIMPush healthy',
+  events: n(2000),
+  ingest: 1,
+  deliver: 2,
   faults: { transient_error_rate: 0.3, timeout_rate: 0.05, timeout_ms: 1500, reset_rate: 0.02, delay_ms: 20 },
   ...PUSH_PACE,
   async inject(h) {
     await untilProgress(h, 0.4);
-    h.env.fakeIm.setFaults({ transient_error_rate: 0.3, timeout_rate: 0.05, timeout_ms: 1500, reset_rate: 0.02, delay_ms: 20, errors: [{ code: 60007, count: 200 }] });
+    h.env.fakeIm.setFaults({
+      transient_error_rate: 0.3,
+      timeout_rate: 0.05,
+      timeout_ms: 1500,
+      reset_rate: 0.02,
+      delay_ms: 20,
+      errors: [{ code: 60007, count: 200 }],
+    });
     h.note('burst of 200 × 60007 on sendmsg');
   },
 });
 scenarios.push({
-  name: 'push-sigkill', title: 'Pushes on, a deliver SIGKILLed every 3 s (batches cut mid-linger and mid-call)', events: n(2000), ingest: 1, deliver: 3,
+  name: 'push-sigkill',
+  title: 'Pushes on, a deliver SIGKILLed every 3 s (batches cut mid-linger and mid-call)',
+  events: n(2000),
+  ingest: 1,
+  deliver: 3,
   faults: { delay_ms: 15 },
   pushFaults: { delay_ms: 50 },
   ...PUSH_PACE,
@@ -270,16 +370,23 @@ for (const scenario of scenarios.filter((s) => !only || only.includes(s.name))) 
   process.stderr.write(`[faults] ${scenario.name}: done in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`);
 }
 
-const header = '| scenario | faults injected | written (for inbox) | rolled back / cut | delivered C2C / inbox / push (unconfirmed) | superseded | failed (why) | requests | duplicate sends (filtered) | user-visible duplicates | misdirected | lost | stuck | drain s |';
+const header =
+  '| scenario | faults injected | written (for inbox) | rolled back / cut | delivered C2C / inbox / push (unconfirmed) | superseded | failed (why) | requests | duplicate sends (filtered) | user-visible duplicates | misdirected | lost | stuck | drain s |';
 const lines = [header, '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|'];
 for (const r of results) {
-  const why = Object.entries(r.failed_by_code).map(([c, k]) => `${k}×${c}`).join(', ') || '0';
+  const why =
+    Object.entries(r.failed_by_code)
+      .map(([c, k]) => `${k}×${c}`)
+      .join(', ') || '0';
   const c2c = r.by_channel.tencent_im_c2c!;
   const inbox = r.by_channel.inbox!;
   const push = r.by_channel.tencent_push!;
-  const pushCell = push.expected > 0 ? ` / ${push.delivered} (${push.unconfirmed}${push.unconfirmed_unreached ? `, ${push.unconfirmed_unreached} unreached` : ''})` : '';
+  const pushCell =
+    push.expected > 0 ? ` / ${push.delivered} (${push.unconfirmed}${push.unconfirmed_unreached ? `, ${push.unconfirmed_unreached} unreached` : ''})` : '';
   const requests = `${r.fake_im_requests}${push.expected > 0 ? ` + ${r.push_requests} push` : ''}`;
-  lines.push(`| ${r.scenario} | ${r.injections.length} | ${r.written} (${r.written_for_inbox}) | ${r.rolled_back} | ${c2c.delivered} / ${inbox.delivered}${pushCell} | ${r.superseded} | ${r.failed}${r.failed ? ` (${why})` : ''} | ${requests} | ${r.duplicate_sends} | ${r.user_visible_duplicates} | ${r.misdirected} | ${r.lost} | ${r.stuck} | ${r.drain_seconds} |`);
+  lines.push(
+    `| ${r.scenario} | ${r.injections.length} | ${r.written} (${r.written_for_inbox}) | ${r.rolled_back} | ${c2c.delivered} / ${inbox.delivered}${pushCell} | ${r.superseded} | ${r.failed}${r.failed ? ` (${why})` : ''} | ${requests} | ${r.duplicate_sends} | ${r.user_visible_duplicates} | ${r.misdirected} | ${r.lost} | ${r.stuck} | ${r.drain_seconds} |`,
+  );
 }
 const table = lines.join('\n');
 console.log(table);

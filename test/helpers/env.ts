@@ -42,7 +42,10 @@ export interface TestEnv {
  * A private world per test: its own notice/wallet/room databases, its own Redis key prefix, its own fake-im.
  * Nothing is shared between tests, so files run in parallel against the one MariaDB and Redis.
  */
-export async function createTestEnv(overrides: Record<string, unknown> = {}, options: { mysqlServerForService?: string; mysqlServer?: string; fakeImApps?: FakeImApp[]; modules?: ModuleSet } = {}): Promise<TestEnv> {
+export async function createTestEnv(
+  overrides: Record<string, unknown> = {},
+  options: { mysqlServerForService?: string; mysqlServer?: string; fakeImApps?: FakeImApp[]; modules?: ModuleSet } = {},
+): Promise<TestEnv> {
   const server = options.mysqlServer ?? MYSQL_SERVER;
   const id = `nt${randomBytes(4).toString('hex')}`;
   const sources = options.modules?.sources ?? SOURCE_MODULES;
@@ -54,11 +57,26 @@ export async function createTestEnv(overrides: Record<string, unknown> = {}, opt
       // Each source its own owner database in this world.
       ...Object.fromEntries(sources.map((m) => [`${m.key}_database`, `${id}_${m.key}`])),
       redis: { url: REDIS_URL, prefix: `{${id}}` },
-      tencent_im: { enabled: true, app_code: 'lalu', base_url: fakeImUrl, sdk_app_id: 1400000001, secret_key: TEST_SECRET, admin_identifier: 'administrator', request_timeout: '2s', rate_limit_per_second: 0 },
+      tencent_im: {
+        enabled: true,
+        app_code: 'lalu',
+        base_url: fakeImUrl,
+        sdk_app_id: 1400000001,
+        secret_key: TEST_SECRET,
+        admin_identifier: 'administrator',
+        request_timeout: '2s',
+        rate_limit_per_second: 0,
+      },
       wallet_notice_worker: { enabled: true, poll_interval: '50ms', batch_size: 100, lock_ttl: '3s', max_retry_count: 3, gap_grace: '5s' },
       // The fixtures give 50 users rising balance_versions, so with skipping on most of a test's notices would be
       // superseded; tests of that feature turn it on (test/superseded.test.ts).
-      deliver: { concurrency: 8, retry_base_delay: '50ms', retry_max_delay: '400ms', job_lock_duration: '4s', skip_superseded: { WalletBalanceChanged: false } },
+      deliver: {
+        concurrency: 8,
+        retry_base_delay: '50ms',
+        retry_max_delay: '400ms',
+        job_lock_duration: '4s',
+        skip_superseded: { WalletBalanceChanged: false },
+      },
       // Most tests count one ledger row per event; the inbox's own tests (and the fault suite) turn it on.
       inbox: { enabled: false, api_port: 0 },
       health: { grpc_port: 0, http_port: 0 },
@@ -77,7 +95,14 @@ export async function createTestEnv(overrides: Record<string, unknown> = {}, opt
   const owner = mysql.createPool({ uri: server, connectionLimit: 6, supportBigNumbers: true, bigNumberStrings: true });
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 2 });
   return {
-    id, config, configFile, notice, owner, fakeIm, fakeImUrl, redis,
+    id,
+    config,
+    configFile,
+    notice,
+    owner,
+    fakeIm,
+    fakeImUrl,
+    redis,
     async close() {
       rmSync(configFile, { force: true });
       await fakeIm.close();

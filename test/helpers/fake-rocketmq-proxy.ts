@@ -48,7 +48,12 @@ export class FakeRocketMqProxy {
 
   constructor() {
     const definition = protoLoader.loadSync(join(PROTO_DIR, 'apache/rocketmq/v2/service.proto'), {
-      keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true, includeDirs: [PROTO_DIR],
+      keepCase: false,
+      longs: Number,
+      enums: String,
+      defaults: true,
+      oneofs: true,
+      includeDirs: [PROTO_DIR],
     });
     const loaded = grpc.loadPackageDefinition(definition) as any;
     this.service = loaded.apache.rocketmq.v2.MessagingService.service;
@@ -85,7 +90,17 @@ export class FakeRocketMqProxy {
 
   publish(topic: string, body: string | Buffer, options: { tag?: string; keys?: string[]; messageId?: string } = {}): string {
     const id = options.messageId ?? randomUUID().replace(/-/g, '').toUpperCase();
-    this.messages.push({ id, topic, tag: options.tag ?? '', keys: options.keys ?? [], body: Buffer.isBuffer(body) ? body : Buffer.from(body), offset: this.nextOffset++, attempt: 0, visibleAtMs: 0, handle: null });
+    this.messages.push({
+      id,
+      topic,
+      tag: options.tag ?? '',
+      keys: options.keys ?? [],
+      body: Buffer.isBuffer(body) ? body : Buffer.from(body),
+      offset: this.nextOffset++,
+      attempt: 0,
+      visibleAtMs: 0,
+      handle: null,
+    });
     for (const wake of this.waiters) wake();
     return id;
   }
@@ -104,7 +119,9 @@ export class FakeRocketMqProxy {
 
   private handlers() {
     const route = (topic: string) => ({
-      topic: { resourceNamespace: '', name: topic }, id: 0, permission: 'READ_WRITE',
+      topic: { resourceNamespace: '', name: topic },
+      id: 0,
+      permission: 'READ_WRITE',
       broker: { name: 'broker-a', id: 0, endpoints: { scheme: 'IPv4', addresses: [{ host: '127.0.0.1', port: this.port }] } },
       acceptMessageTypes: ['NORMAL'],
     });
@@ -127,7 +144,10 @@ export class FakeRocketMqProxy {
         call.on('data', (command: any) => {
           if (!command.settings) return;
           // The proxy answers with the client's settings merged with server values.
-          const settings = { ...command.settings, backoffPolicy: { maxAttempts: 17, exponentialBackoff: { initial: toDuration(1000), max: toDuration(10_000), multiplier: 2 } } };
+          const settings = {
+            ...command.settings,
+            backoffPolicy: { maxAttempts: 17, exponentialBackoff: { initial: toDuration(1000), max: toDuration(10_000), multiplier: 2 } },
+          };
           // Producers get the proxy's publishing limits (a 4 MiB body), or the client refuses every send.
           if (command.settings.publishing) settings.publishing = { ...command.settings.publishing, maxBodySize: 4 * 1024 * 1024 };
           call.write({ status: ok, settings });
@@ -154,7 +174,12 @@ export class FakeRocketMqProxy {
         this.count('ackMessage');
         const entries = call.request.entries.map((entry: any) => {
           const index = this.messages.findIndex((m) => m.id === entry.messageId && m.handle === entry.receiptHandle && m.visibleAtMs > Date.now());
-          if (index < 0) return { messageId: entry.messageId, receiptHandle: entry.receiptHandle, status: { code: 'INVALID_RECEIPT_HANDLE', message: 'receipt handle is expired' } };
+          if (index < 0)
+            return {
+              messageId: entry.messageId,
+              receiptHandle: entry.receiptHandle,
+              status: { code: 'INVALID_RECEIPT_HANDLE', message: 'receipt handle is expired' },
+            };
           this.messages.splice(index, 1);
           this.acked.push(entry.messageId);
           return { messageId: entry.messageId, receiptHandle: entry.receiptHandle, status: ok };
@@ -222,10 +247,19 @@ export class FakeRocketMqProxy {
           userProperties: {},
           body: m.body,
           systemProperties: {
-            tag: m.tag, keys: m.keys, messageId: m.id,
+            tag: m.tag,
+            keys: m.keys,
+            messageId: m.id,
             bodyDigest: { type: 'MD5', checksum: createHash('md5').update(m.body).digest('hex').toUpperCase() },
-            bodyEncoding: 'IDENTITY', messageType: 'NORMAL', bornTimestamp: { seconds: Math.floor(now / 1000), nanos: 0 }, bornHost: '127.0.0.1',
-            receiptHandle: m.handle, queueId: 0, queueOffset: m.offset, invisibleDuration: toDuration(invisibleMs), deliveryAttempt: m.attempt,
+            bodyEncoding: 'IDENTITY',
+            messageType: 'NORMAL',
+            bornTimestamp: { seconds: Math.floor(now / 1000), nanos: 0 },
+            bornHost: '127.0.0.1',
+            receiptHandle: m.handle,
+            queueId: 0,
+            queueOffset: m.offset,
+            invisibleDuration: toDuration(invisibleMs),
+            deliveryAttempt: m.attempt,
           },
         },
       });

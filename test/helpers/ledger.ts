@@ -25,7 +25,11 @@ export async function insertAndClaim(pool: Pool, row: LedgerRow, workerId: strin
 /** What a deliver process gives a channel, for tests that build one channel alone. */
 export function channelContextFor(env: { config: NoticeConfig; notice: Pool; redis: Redis }, config: NoticeConfig = env.config): ChannelContext {
   return {
-    config, routes: channelRoutes(config), pool: env.notice, redis: env.redis, ledger: channelLedger(new LedgerRepository(env.notice)),
+    config,
+    routes: channelRoutes(config),
+    pool: env.notice,
+    redis: env.redis,
+    ledger: channelLedger(new LedgerRepository(env.notice)),
     logger: pino({ level: 'silent' }),
   };
 }

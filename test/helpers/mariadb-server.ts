@@ -21,13 +21,30 @@ export class PrivateMariaDb {
   async start(): Promise<string> {
     if (!this.port) {
       this.port = await freePort();
-      const install = spawnSync('mariadb-install-db', ['--no-defaults', `--datadir=${join(this.dir, 'data')}`, '--user=root', '--auth-root-authentication-method=normal', '--skip-test-db'], { encoding: 'utf8' });
+      const install = spawnSync(
+        'mariadb-install-db',
+        ['--no-defaults', `--datadir=${join(this.dir, 'data')}`, '--user=root', '--auth-root-authentication-method=normal', '--skip-test-db'],
+        { encoding: 'utf8' },
+      );
       if (install.status !== 0) throw new Error(`mariadb-install-db failed: ${install.stderr.slice(-500)}`);
     }
-    this.child = spawn('mariadbd', [
-      '--no-defaults', `--datadir=${join(this.dir, 'data')}`, `--port=${this.port}`, '--bind-address=127.0.0.1', `--socket=${join(this.dir, 'sock')}`,
-      '--user=root', '--skip-grant-tables', '--skip-log-bin', '--innodb-buffer-pool-size=128M', '--max-connections=500', `--log-error=${join(this.dir, 'error.log')}`,
-    ], { stdio: 'ignore' });
+    this.child = spawn(
+      'mariadbd',
+      [
+        '--no-defaults',
+        `--datadir=${join(this.dir, 'data')}`,
+        `--port=${this.port}`,
+        '--bind-address=127.0.0.1',
+        `--socket=${join(this.dir, 'sock')}`,
+        '--user=root',
+        '--skip-grant-tables',
+        '--skip-log-bin',
+        '--innodb-buffer-pool-size=128M',
+        '--max-connections=500',
+        `--log-error=${join(this.dir, 'error.log')}`,
+      ],
+      { stdio: 'ignore' },
+    );
     const deadline = Date.now() + 60_000;
     for (;;) {
       try {

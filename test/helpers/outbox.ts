@@ -17,18 +17,40 @@ export function balanceChanged(n: number, extra: Record<string, unknown> = {}): 
     user_id: String(10000 + (n % 50)),
     created_at_ms: 1710000000000 + n,
     payload: JSON.stringify({
-      transaction_id: `tx_${n}`, command_id: `gift_cmd_${n}`, asset_type: 'COIN',
-      available_delta: -100, frozen_delta: 0, available_after: 100000 - n, frozen_after: 0, balance_version: n, metadata: { n }, ...extra,
+      transaction_id: `tx_${n}`,
+      command_id: `gift_cmd_${n}`,
+      asset_type: 'COIN',
+      available_delta: -100,
+      frozen_delta: 0,
+      available_after: 100000 - n,
+      frozen_after: 0,
+      balance_version: n,
+      metadata: { n },
+      ...extra,
     }),
   };
 }
 
 export function vipActivated(n: number): WalletRow {
   return {
-    app_code: 'lalu', event_id: `wev_${n}`, event_type: 'VipActivated', user_id: String(20000 + n), created_at_ms: 1790000000000 + n,
+    app_code: 'lalu',
+    event_id: `wev_${n}`,
+    event_type: 'VipActivated',
+    user_id: String(20000 + n),
+    created_at_ms: 1790000000000 + n,
     payload: JSON.stringify({
-      transaction_id: `wtx_${n}`, command_id: `vip_purchase_${n}`, source: 'vip_purchase', action: 'upgrade', previous_level: 3, level: 6,
-      vip_name: 'VIP6', started_at_ms: 1790000000000, expires_at_ms: 1792592000000, reward_resource_group_id: 101, resource_grant_id: `rgr_${n}`, reward_items: [],
+      transaction_id: `wtx_${n}`,
+      command_id: `vip_purchase_${n}`,
+      source: 'vip_purchase',
+      action: 'upgrade',
+      previous_level: 3,
+      level: 6,
+      vip_name: 'VIP6',
+      started_at_ms: 1790000000000,
+      expires_at_ms: 1792592000000,
+      reward_resource_group_id: 101,
+      resource_grant_id: `rgr_${n}`,
+      reward_items: [],
     }),
   };
 }

@@ -15,9 +15,17 @@ export class PrivateRedis {
   async start(port?: number): Promise<string> {
     this.port = port ?? this.port ?? (await freePort());
     if (!this.port) this.port = await freePort();
-    this.child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, ...this.args], { stdio: 'ignore' });
+    this.child = spawn(
+      'redis-server',
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, ...this.args],
+      { stdio: 'ignore' },
+    );
     const deadline = Date.now() + 10_000;
-    while (spawnSync('redis-cli', ['-p', String(this.port), 'ping']).stdout?.toString().trim() !== 'PONG') {
+    while (
+      spawnSync('redis-cli', ['-p', String(this.port), 'ping'])
+        .stdout?.toString()
+        .trim() !== 'PONG'
+    ) {
       if (Date.now() > deadline) throw new Error(`redis-server on ${this.port} did not start`);
       await new Promise((r) => setTimeout(r, 50));
     }

@@ -25,7 +25,10 @@ export function roomEvent(n: number, eventType: string): Required<RoomFactInput>
 }
 
 /** A rocket reward to one user (50000 + n) in room_9. */
-export function rocket(n: number, payload: Record<string, unknown> = { reward_user_id: String(50000 + n), rocket_level: 3, rocket_id: `r${n}`, reward_items: [{ resource_id: 301, count: 1 }] }): Required<RoomFactInput> {
+export function rocket(
+  n: number,
+  payload: Record<string, unknown> = { reward_user_id: String(50000 + n), rocket_level: 3, rocket_id: `r${n}`, reward_items: [{ resource_id: 301, count: 1 }] },
+): Required<RoomFactInput> {
   return { event_id: `rev_rocket_${n}`, event_type: 'RoomRocketRewardGranted', app_code: 'lalu', room_id: 'room_9', payload, created_at_ms: 1800000000000 + n };
 }
 
@@ -38,6 +41,13 @@ export async function insertRoomRows(db: Pool, database: string, facts: readonly
   if (facts.length === 0) return;
   await db.query(
     `INSERT INTO \`${database}\`.room_outbox (app_code, event_id, event_type, room_id, payload, created_at_ms) VALUES ${facts.map(() => '(?, ?, ?, ?, ?, ?)').join(', ')}`,
-    facts.flatMap((f) => [f.app_code ?? 'lalu', f.event_id, f.event_type ?? 'RoomUserKicked', f.room_id ?? 'room_1', typeof f.payload === 'string' ? f.payload : JSON.stringify(f.payload ?? {}), f.created_at_ms ?? Date.now()]),
+    facts.flatMap((f) => [
+      f.app_code ?? 'lalu',
+      f.event_id,
+      f.event_type ?? 'RoomUserKicked',
+      f.room_id ?? 'room_1',
+      typeof f.payload === 'string' ? f.payload : JSON.stringify(f.payload ?? {}),
+      f.created_at_ms ?? Date.now(),
+    ]),
   );
 }

@@ -10,7 +10,11 @@ export class TcpProxy {
   port = 0;
 
   /** `dropIdleAfterMs`: like a proxy or NAT that forgets idle connections, reset one whose next bytes come later. */
-  constructor(private readonly targetHost: string, private readonly targetPort: number, private readonly dropIdleAfterMs = 0) {}
+  constructor(
+    private readonly targetHost: string,
+    private readonly targetPort: number,
+    private readonly dropIdleAfterMs = 0,
+  ) {}
 
   /** Connections reset unforwarded because they had been idle too long. */
   droppedIdle = 0;

@@ -25,7 +25,11 @@ export function inboxChannel(ctx: ChannelContext, store = new InboxStore(ctx.poo
   const config = ctx.config.inbox;
   const sweeper = new InboxSweeper(store, config, ctx.logger, ctx.metrics);
   const slot = groupCommit();
-  const loader = new DataLoader<NewInboxItem, ChannelOutcome, string>((items) => slot.track(insertBatch(items)), { cache: false, maxBatchSize: 500, batchScheduleFn: slot.schedule });
+  const loader = new DataLoader<NewInboxItem, ChannelOutcome, string>((items) => slot.track(insertBatch(items)), {
+    cache: false,
+    maxBatchSize: 500,
+    batchScheduleFn: slot.schedule,
+  });
 
   async function insertBatch(items: readonly NewInboxItem[]): Promise<ChannelOutcome[]> {
     const startedMs = performance.now();
@@ -37,16 +41,23 @@ export function inboxChannel(ctx: ChannelContext, store = new InboxStore(ctx.poo
       if (!isDataError(err) || items.length === 1) throw err;
     }
     // One value the server refused fails only its own item: row by row, and a row still refused is permanent.
-    return Promise.all(items.map(async (item) => {
-      const rowStartedMs = performance.now();
-      try {
-        const ids = await store.insert([item]);
-        return outcomeOf(ids.get(factHash(item.fact).toString('hex')), performance.now() - rowStartedMs);
-      } catch (err) {
-        if (!isDataError(err)) throw err;
-        return { kind: 'permanent', code: 'INBOX_REFUSED', message: `the inbox refused this item: ${clipText((err as Error).message, 300)}`, latencyMs: performance.now() - rowStartedMs } as const;
-      }
-    }));
+    return Promise.all(
+      items.map(async (item) => {
+        const rowStartedMs = performance.now();
+        try {
+          const ids = await store.insert([item]);
+          return outcomeOf(ids.get(factHash(item.fact).toString('hex')), performance.now() - rowStartedMs);
+        } catch (err) {
+          if (!isDataError(err)) throw err;
+          return {
+            kind: 'permanent',
+            code: 'INBOX_REFUSED',
+            message: `the inbox refused this item: ${clipText((err as Error).message, 300)}`,
+            latencyMs: performance.now() - rowStartedMs,
+          } as const;
+        }
+      }),
+    );
   }
 
   return {
@@ -54,17 +65,22 @@ export function inboxChannel(ctx: ChannelContext, store = new InboxStore(ctx.poo
     async send(row: LedgerRow): Promise<ChannelOutcome> {
       const createdAtMs = now();
       const item: NewInboxItem = {
-        appCode: row.appCode, userId: row.userId,
+        appCode: row.appCode,
+        userId: row.userId,
         fact: { sourceName: row.sourceName, appCode: row.appCode, sourceEventId: row.sourceEventId },
-        noticeKind: row.noticeKind, eventType: row.eventType, payload: row.payload ?? '',
-        createdAtMs, expireAtMs: expiryFor(config.retention, row.noticeKind, createdAtMs),
+        noticeKind: row.noticeKind,
+        eventType: row.eventType,
+        payload: row.payload ?? '',
+        createdAtMs,
+        expireAtMs: expiryFor(config.retention, row.noticeKind, createdAtMs),
       };
       try {
         const outcome = await loader.load(item);
         if (outcome.kind === 'delivered') sweeper.touched(item);
         return outcome;
       } catch (err) {
-        if (isDataError(err)) return { kind: 'permanent', code: 'INBOX_REFUSED', message: `the inbox refused this item: ${clipText((err as Error).message, 300)}`, latencyMs: 0 };
+        if (isDataError(err))
+          return { kind: 'permanent', code: 'INBOX_REFUSED', message: `the inbox refused this item: ${clipText((err as Error).message, 300)}`, latencyMs: 0 };
         throw err; // MySQL away: the delivery core lets the job wait without spending an attempt
       }
     },

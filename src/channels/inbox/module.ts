@@ -22,25 +22,35 @@ export const inboxModule: ChannelModule<typeof inboxConfigShape> = {
     if (!inbox.api_enabled || isLoopbackHost(inbox.api_host)) return [];
     const problems: string[] = [];
     if (!inbox.api_tls) {
-      problems.push(`inbox.api_tls: required when inbox.api_host (${inbox.api_host}) is not loopback; set inbox.api_tls.cert_file, inbox.api_tls.key_file and inbox.api_tls.client_ca_file (mutual TLS with the gateway)`);
+      problems.push(
+        `inbox.api_tls: required when inbox.api_host (${inbox.api_host}) is not loopback; set inbox.api_tls.cert_file, inbox.api_tls.key_file and inbox.api_tls.client_ca_file (mutual TLS with the gateway)`,
+      );
     }
     if (inbox.page_token_secret === '') {
-      problems.push(`inbox.page_token_secret: required when inbox.api_host (${inbox.api_host}) is not loopback (an empty secret lets anyone forge page tokens)`);
+      problems.push(
+        `inbox.page_token_secret: required when inbox.api_host (${inbox.api_host}) is not loopback (an empty secret lets anyone forge page tokens)`,
+      );
     }
     return problems;
   },
   create: async (ctx) => (await import('./channel.ts')).inboxChannel(ctx),
-  roles: [{
-    name: 'inbox-api',
-    description: 'the inbox gRPC API for the gateway (inbox.api_host:api_port, mutual TLS beyond loopback)',
-    enabled: (config) => config.inbox.api_enabled,
-    create: async (config, logger) => new (await import('./api/server.ts')).InboxApiServer(config.mysql.url, config.inbox, logger),
-  }],
+  roles: [
+    {
+      name: 'inbox-api',
+      description: 'the inbox gRPC API for the gateway (inbox.api_host:api_port, mutual TLS beyond loopback)',
+      enabled: (config) => config.inbox.api_enabled,
+      create: async (config, logger) => new (await import('./api/server.ts')).InboxApiServer(config.mysql.url, config.inbox, logger),
+    },
+  ],
   async listeners(config) {
     if (!config.inbox.api_enabled) return ['inbox API off (inbox.api_enabled: false)'];
     const tls = config.inbox.api_tls;
     if (tls) (await import('./api/server.ts')).readInboxApiTls(tls);
-    const guard = tls ? 'mutual TLS: client certificates must chain to inbox.api_tls.client_ca_file' : isLoopbackHost(config.inbox.api_host) ? 'plaintext, loopback only (development)' : 'REFUSED: not loopback and no api_tls';
+    const guard = tls
+      ? 'mutual TLS: client certificates must chain to inbox.api_tls.client_ca_file'
+      : isLoopbackHost(config.inbox.api_host)
+        ? 'plaintext, loopback only (development)'
+        : 'REFUSED: not loopback and no api_tls';
     const at = config.inbox.api_port === 0 ? 'off' : `${config.inbox.api_host}:${config.inbox.api_port}`;
     return [`inbox API ${at} (roles inbox-api and all; ${guard})`];
   },

@@ -76,7 +76,10 @@ const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(',
  */
 export class InboxStore {
   /** `queryTimeoutMs`: a deadline on every statement (the API's); 0 waits as long as MySQL takes (the channel's). */
-  constructor(private readonly pool: Pool, private readonly queryTimeoutMs = 0) {}
+  constructor(
+    private readonly pool: Pool,
+    private readonly queryTimeoutMs = 0,
+  ) {}
 
   private query<T extends RowDataPacket[] | ResultSetHeader>(sql: string, values: unknown[]): Promise<[T, unknown]> {
     return this.pool.query<T>(this.queryTimeoutMs > 0 ? { sql, values, timeout: this.queryTimeoutMs } : { sql, values }) as Promise<[T, unknown]>;
@@ -87,7 +90,20 @@ export class InboxStore {
     if (items.length === 0) return new Map();
     const hashes = items.map((i) => factHash(i.fact));
     const values: unknown[] = [];
-    items.forEach((item, n) => values.push(hashes[n], item.appCode, item.userId, item.fact.sourceName, item.fact.sourceEventId, item.noticeKind, item.eventType, item.payload, item.createdAtMs, item.expireAtMs));
+    items.forEach((item, n) =>
+      values.push(
+        hashes[n],
+        item.appCode,
+        item.userId,
+        item.fact.sourceName,
+        item.fact.sourceEventId,
+        item.noticeKind,
+        item.eventType,
+        item.payload,
+        item.createdAtMs,
+        item.expireAtMs,
+      ),
+    );
     await retryOnDeadlock(() =>
       this.query<ResultSetHeader>(
         `INSERT INTO ${TABLE} (fact_hash, app_code, user_id, source_name, source_event_id, notice_kind, event_type, payload, created_at_ms, expire_at_ms) VALUES ${items.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')} ON DUPLICATE KEY UPDATE id = id`,
@@ -115,8 +131,12 @@ export class InboxStore {
       params.push(beforeId);
     }
     // The index that matches the filter (PRIMARY is (app_code, user_id, id)); forced, as with one user holding most rows the optimizer once chose a worse one.
-    const index = filter.kinds.length > 0 ? 'idx_nii_kind' : filter.read === 'unread' ? 'idx_nii_unread' : filter.archived === 'include' ? 'PRIMARY' : 'idx_nii_list';
-    const [rows] = await this.query<RowDataPacket[]>(`SELECT ${COLUMNS} FROM ${TABLE} FORCE INDEX (${index}) WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`, [...params, limit]);
+    const index =
+      filter.kinds.length > 0 ? 'idx_nii_kind' : filter.read === 'unread' ? 'idx_nii_unread' : filter.archived === 'include' ? 'PRIMARY' : 'idx_nii_list';
+    const [rows] = await this.query<RowDataPacket[]>(
+      `SELECT ${COLUMNS} FROM ${TABLE} FORCE INDEX (${index}) WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`,
+      [...params, limit],
+    );
     return rows.map(toItem);
   }
 
@@ -142,7 +162,11 @@ export class InboxStore {
   /** Of these ids, the ones that are this owner's items (someone else's look exactly like missing ones). */
   async ownedIds(owner: InboxOwner, ids: readonly string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
-    const [rows] = await this.query<RowDataPacket[]>(`SELECT id FROM ${TABLE} WHERE app_code = ? AND user_id = ? AND id IN (${placeholders(ids.length)})`, [owner.appCode, owner.userId, ...ids]);
+    const [rows] = await this.query<RowDataPacket[]>(`SELECT id FROM ${TABLE} WHERE app_code = ? AND user_id = ? AND id IN (${placeholders(ids.length)})`, [
+      owner.appCode,
+      owner.userId,
+      ...ids,
+    ]);
     return new Set(rows.map((r) => String(r.id)));
   }
 
@@ -166,7 +190,13 @@ export class InboxStore {
 
   async delete(owner: InboxOwner, ids: readonly string[]): Promise<number> {
     if (ids.length === 0) return 0;
-    const [result] = await retryOnDeadlock(() => this.query<ResultSetHeader>(`DELETE FROM ${TABLE} WHERE app_code = ? AND user_id = ? AND id IN (${placeholders(ids.length)})`, [owner.appCode, owner.userId, ...ids]));
+    const [result] = await retryOnDeadlock(() =>
+      this.query<ResultSetHeader>(`DELETE FROM ${TABLE} WHERE app_code = ? AND user_id = ? AND id IN (${placeholders(ids.length)})`, [
+        owner.appCode,
+        owner.userId,
+        ...ids,
+      ]),
+    );
     return result.affectedRows;
   }
 
@@ -192,16 +222,26 @@ export class InboxStore {
 
   /** Items past their retention, oldest expiry first, at most `limit`. */
   async deleteExpired(nowMs: number, limit: number): Promise<number> {
-    const [result] = await retryOnDeadlock(() => this.query<ResultSetHeader>(`DELETE FROM ${TABLE} WHERE expire_at_ms < ? ORDER BY expire_at_ms LIMIT ?`, [nowMs, limit]));
+    const [result] = await retryOnDeadlock(() =>
+      this.query<ResultSetHeader>(`DELETE FROM ${TABLE} WHERE expire_at_ms < ? ORDER BY expire_at_ms LIMIT ?`, [nowMs, limit]),
+    );
     return result.affectedRows;
   }
 
   /** A user's items beyond their newest `keep`, at most `limit` per call (the oldest first). */
   async deleteBeyondCap(owner: InboxOwner, keep: number, limit: number): Promise<number> {
-    const [nth] = await this.query<RowDataPacket[]>(`SELECT id FROM ${TABLE} FORCE INDEX (PRIMARY) WHERE app_code = ? AND user_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?`, [owner.appCode, owner.userId, keep]);
+    const [nth] = await this.query<RowDataPacket[]>(
+      `SELECT id FROM ${TABLE} FORCE INDEX (PRIMARY) WHERE app_code = ? AND user_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?`,
+      [owner.appCode, owner.userId, keep],
+    );
     if (nth.length === 0) return 0;
     const [result] = await retryOnDeadlock(() =>
-      this.query<ResultSetHeader>(`DELETE FROM ${TABLE} WHERE app_code = ? AND user_id = ? AND id <= ? ORDER BY id LIMIT ?`, [owner.appCode, owner.userId, nth[0]!.id, limit]),
+      this.query<ResultSetHeader>(`DELETE FROM ${TABLE} WHERE app_code = ? AND user_id = ? AND id <= ? ORDER BY id LIMIT ?`, [
+        owner.appCode,
+        owner.userId,
+        nth[0]!.id,
+        limit,
+      ]),
     );
     return result.affectedRows;
   }
@@ -209,7 +249,10 @@ export class InboxStore {
   private async update(owner: InboxOwner, ids: readonly string[], assignments: string, params: unknown[], unlessAlready: string): Promise<number> {
     if (ids.length === 0) return 0;
     const [result] = await retryOnDeadlock(() =>
-      this.query<ResultSetHeader>(`UPDATE ${TABLE} SET ${assignments} WHERE app_code = ? AND user_id = ? AND id IN (${placeholders(ids.length)}) AND ${unlessAlready}`, [...params, owner.appCode, owner.userId, ...ids]),
+      this.query<ResultSetHeader>(
+        `UPDATE ${TABLE} SET ${assignments} WHERE app_code = ? AND user_id = ? AND id IN (${placeholders(ids.length)}) AND ${unlessAlready}`,
+        [...params, owner.appCode, owner.userId, ...ids],
+      ),
     );
     return result.affectedRows;
   }

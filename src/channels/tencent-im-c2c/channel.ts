@@ -37,7 +37,8 @@ export function tencentImC2CChannel(deps: TencentImC2CDeps): DeliveryChannel {
     async send(row: LedgerRow, ctx: SendContext): Promise<ChannelOutcome> {
       // IM's own limit, checked before any quota is spent: the other channels of the fact are not bound by it.
       const bytes = messageBytes(row.payload ?? '', row.noticeKind);
-      if (bytes > MAX_MESSAGE_BYTES) return { kind: 'permanent', code: 'TOO_LARGE', message: `payload too large for one IM message: ${bytes} bytes > ${MAX_MESSAGE_BYTES}`, latencyMs: 0 };
+      if (bytes > MAX_MESSAGE_BYTES)
+        return { kind: 'permanent', code: 'TOO_LARGE', message: `payload too large for one IM message: ${bytes} bytes > ${MAX_MESSAGE_BYTES}`, latencyMs: 0 };
       // The slot comes after the claim, so nothing with a variable delay (a statement) stands between slot and send.
       // Slots go to the oldest waiting events first, across deliver processes (SendPacer.acquire). A kind's priority
       // lead makes it older than it is, so it goes before other kinds' notices up to that much older.
@@ -47,7 +48,13 @@ export function tencentImC2CChannel(deps: TencentImC2CDeps): DeliveryChannel {
         return { kind: 'not_now', code: 'SEND_SLOT_WAIT', message: 'no send slot within the ledger lock', retryAtMs: slot.retryAtMs };
       }
       deps.metrics?.sendSlotWait.observe({ channel: CHANNEL_TENCENT_IM_C2C, app: deps.app }, (slot.atMs - slot.askedAtMs) / 1000);
-      const sent = await deps.sender.sendC2C({ toAccount: row.userId, ext: row.noticeKind, data: row.payload ?? '', dedupSeed: formatKey(row), offlinePush: deps.offlinePush?.(row) });
+      const sent = await deps.sender.sendC2C({
+        toAccount: row.userId,
+        ext: row.noticeKind,
+        data: row.payload ?? '',
+        dedupSeed: formatKey(row),
+        offlinePush: deps.offlinePush?.(row),
+      });
       return sent.kind === 'delivered' ? { kind: 'delivered', ref: sent.msgKey, latencyMs: sent.latencyMs } : sent;
     },
 

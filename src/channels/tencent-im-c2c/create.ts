@@ -21,22 +21,46 @@ export function createTencentImC2C(ctx: ChannelContext): DeliveryChannel {
   const byApp = new Map<string, DeliveryChannel>();
   for (const app of tencentApps(config).values()) {
     const client = new TencentImClient(
-      { baseUrl: app.baseUrl, sdkAppId: app.sdkAppId, adminIdentifier: app.adminIdentifier, requestTimeoutMs: im.request_timeout, idleSocketTimeoutMs: im.idle_socket_timeout, msgLifeTimeMs: im.msg_lifetime, maxSockets: config.deliver.concurrency },
+      {
+        baseUrl: app.baseUrl,
+        sdkAppId: app.sdkAppId,
+        adminIdentifier: app.adminIdentifier,
+        requestTimeoutMs: im.request_timeout,
+        idleSocketTimeoutMs: im.idle_socket_timeout,
+        msgLifeTimeMs: im.msg_lifetime,
+        maxSockets: config.deliver.concurrency,
+      },
       new UserSigCache(app.sdkAppId, app.secretKey, app.adminIdentifier, im.usersig_ttl),
       logger.child({ app: app.appCode }),
     );
     // Tencent's quota is per app, not per process: the pacer's clock lives in Redis and every deliver process shares it.
-    const pacer = new SendPacer(ctx.redis, config.redis.prefix, app.rateLimitPerSecond, () => metrics?.sendsRefused.inc({ channel: CHANNEL_TENCENT_IM_C2C, app: app.appCode }), `tencent-im${app.pacerScope}`);
+    const pacer = new SendPacer(
+      ctx.redis,
+      config.redis.prefix,
+      app.rateLimitPerSecond,
+      () => metrics?.sendsRefused.inc({ channel: CHANNEL_TENCENT_IM_C2C, app: app.appCode }),
+      `tencent-im${app.pacerScope}`,
+    );
     metrics?.sendRateLimit.set({ channel: CHANNEL_TENCENT_IM_C2C, app: app.appCode }, app.rateLimitPerSecond);
-    byApp.set(app.appCode, tencentImC2CChannel({
-      app: app.appCode,
-      sender: client,
-      pacer,
-      priorityLeadMs: (kind) => config.deliver.priority[kind] ?? 0,
-      sendTimeoutMs: im.request_timeout * 2, // a re-sign can make it two requests
-      offlinePush: (row) => c2cOfflinePush(config.offline_push, row, routes(row.eventType, row.noticeKind).includes(CHANNEL_TENCENT_PUSH), messageBytes(row.payload ?? '', row.noticeKind), MAX_MESSAGE_BYTES),
-      metrics,
-    }));
+    byApp.set(
+      app.appCode,
+      tencentImC2CChannel({
+        app: app.appCode,
+        sender: client,
+        pacer,
+        priorityLeadMs: (kind) => config.deliver.priority[kind] ?? 0,
+        sendTimeoutMs: im.request_timeout * 2, // a re-sign can make it two requests
+        offlinePush: (row) =>
+          c2cOfflinePush(
+            config.offline_push,
+            row,
+            routes(row.eventType, row.noticeKind).includes(CHANNEL_TENCENT_PUSH),
+            messageBytes(row.payload ?? '', row.noticeKind),
+            MAX_MESSAGE_BYTES,
+          ),
+        metrics,
+      }),
+    );
   }
   return perAppChannel(CHANNEL_TENCENT_IM_C2C, byApp);
 }

@@ -16,7 +16,10 @@ export const tencentImC2cModule: ChannelModule<typeof tencentImConfigShape> = {
   // A send can take two HTTP timeouts (a re-sign makes it two requests).
   longestSendMs: (config) => config.tencent_im.request_timeout * 2,
   rateLimitPerSecond: (config) => config.tencent_im.rate_limit_per_second || null,
-  senderProblem: (config) => (config.tencent_im.enabled ? null : 'tencent_im.enabled is false, so every notice would be dropped. Enable it (or point tencent_im.base_url at fake-im), or route no kinds to it (tencent_im.kinds: [])'),
+  senderProblem: (config) =>
+    config.tencent_im.enabled
+      ? null
+      : 'tencent_im.enabled is false, so every notice would be dropped. Enable it (or point tencent_im.base_url at fake-im), or route no kinds to it (tencent_im.kinds: [])',
   configProblems: (config) => appsProblems(config),
   create: async (ctx) => (await import('./create.ts')).createTencentImC2C(ctx),
   probe: async () => (await import('./probe.ts')).tencentImC2cProbe,

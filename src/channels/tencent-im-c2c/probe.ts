@@ -6,7 +6,10 @@ export const tencentImC2cProbe: ChannelProbe = {
   kind: 'room_notice',
   resend: 'delivered',
   async seen({ fakeIm }, row) {
-    return fakeIm.messages().filter((m) => !m.duplicate && JSON.parse(m.data).event_id === row.sourceEventId).map((m) => m.toAccount);
+    return fakeIm
+      .messages()
+      .filter((m) => !m.duplicate && JSON.parse(m.data).event_id === row.sourceEventId)
+      .map((m) => m.toAccount);
   },
   async outage({ fakeIm }) {
     fakeIm.setFaults({ http_errors: 1_000_000 });

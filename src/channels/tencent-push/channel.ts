@@ -72,7 +72,12 @@ export function tencentPushChannel(deps: TencentPushDeps): DeliveryChannel {
         const soonestLock = Math.min(...group.waiting.map((w) => w.lockUntilMs ?? Infinity));
         const oldest = Math.min(...group.waiting.map((w) => w.row.sourceCreatedAtMs ?? w.row.createdAtMs));
         // As for C2C, against the soonest lock of the call; rows whose lock would end first go back unspent.
-        const slot = await slotWithinLock(deps.pacer, { lockUntilMs: soonestLock === Infinity ? null : soonestLock, sendTimeoutMs: deps.sendTimeoutMs, ageMs: oldest, now });
+        const slot = await slotWithinLock(deps.pacer, {
+          lockUntilMs: soonestLock === Infinity ? null : soonestLock,
+          sendTimeoutMs: deps.sendTimeoutMs,
+          ageMs: oldest,
+          now,
+        });
         if (slot.granted) deps.metrics?.sendSlotWait.observe({ channel: CHANNEL_TENCENT_PUSH, app: deps.app }, (slot.atMs - slot.askedAtMs) / 1000);
         const taken = group.waiting.splice(0);
         const [sendable, late] = partition(taken, (w) => slot.fits(w.lockUntilMs));
@@ -91,15 +96,29 @@ export function tencentPushChannel(deps: TencentPushDeps): DeliveryChannel {
         try {
           const dataId = dataIdOf(call.map((w) => w.row));
           if (deps.markSending) {
-            const marked = new Set((await deps.markSending(call.map((w) => w.row), `${SENDING_MARK}${dataId}`)).map(formatKey));
+            const marked = new Set(
+              (
+                await deps.markSending(
+                  call.map((w) => w.row),
+                  `${SENDING_MARK}${dataId}`,
+                )
+              ).map(formatKey),
+            );
             const [ours, lost] = partition(call, (w) => marked.has(formatKey(w.row)));
             // Another worker took these over after their locks ran out; it records them.
-            for (const w of lost) w.resolve({ kind: 'not_now', code: 'LOCK_LOST', message: 'the ledger lock was taken over before the push went out', retryAtMs: now() + 50 });
+            for (const w of lost)
+              w.resolve({ kind: 'not_now', code: 'LOCK_LOST', message: 'the ledger lock was taken over before the push went out', retryAtMs: now() + 50 });
             sending = ours;
             if (sending.length === 0) continue;
           }
           const rows = sending.map((w) => w.row);
-          const outcome = await deps.sender.batch({ fromAccount: deps.fromAccount, accounts: rows.map((r) => r.userId), info: group.info, msgRandom: parseInt(dataId.slice(0, 8), 16), dataId });
+          const outcome = await deps.sender.batch({
+            fromAccount: deps.fromAccount,
+            accounts: rows.map((r) => r.userId),
+            info: group.info,
+            msgRandom: parseInt(dataId.slice(0, 8), 16),
+            dataId,
+          });
           deps.metrics?.pushBatchAccounts.observe(sending.length);
           for (const w of sending) w.resolve(outcomeFor(outcome, w.row, deps.retryAmbiguous));
         } catch (err) {
@@ -124,7 +143,13 @@ export function tencentPushChannel(deps: TencentPushDeps): DeliveryChannel {
       if (!rendered.push) return Promise.resolve({ kind: 'permanent', code: 'NO_PUSH', message: `nothing to push: ${rendered.reason}`, latencyMs: 0 });
       // An earlier claim's call went out and its answer was never recorded: it may have reached the phone.
       if (row.providerRef?.startsWith(SENDING_MARK) && !deps.retryAmbiguous) {
-        return Promise.resolve({ kind: 'unconfirmed', ref: row.providerRef, code: 'SEND_INTERRUPTED', message: 'a deliver process stopped during the timpush/batch call carrying this row; not resent (tencent_push.retry_ambiguous: false)', latencyMs: 0 });
+        return Promise.resolve({
+          kind: 'unconfirmed',
+          ref: row.providerRef,
+          code: 'SEND_INTERRUPTED',
+          message: 'a deliver process stopped during the timpush/batch call carrying this row; not resent (tencent_push.retry_ambiguous: false)',
+          latencyMs: 0,
+        });
       }
       const key = JSON.stringify(rendered.info);
       let group = groups.get(key);
@@ -159,7 +184,13 @@ function outcomeFor(outcome: PushBatchOutcome, row: LedgerRow, retryAmbiguous: b
     }
     case 'ambiguous':
       if (retryAmbiguous) return { kind: 'retry', code: outcome.code, message: outcome.message, latencyMs: outcome.latencyMs };
-      return { kind: 'unconfirmed', ref: 'push:unconfirmed', code: outcome.code, message: `${outcome.message}; not resent (tencent_push.retry_ambiguous: false)`, latencyMs: outcome.latencyMs };
+      return {
+        kind: 'unconfirmed',
+        ref: 'push:unconfirmed',
+        code: outcome.code,
+        message: `${outcome.message}; not resent (tencent_push.retry_ambiguous: false)`,
+        latencyMs: outcome.latencyMs,
+      };
     default:
       return outcome;
   }

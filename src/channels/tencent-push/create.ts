@@ -16,19 +16,41 @@ export function createTencentPush(ctx: ChannelContext): DeliveryChannel {
   const byApp = new Map<string, DeliveryChannel>();
   for (const app of tencentApps(config).values()) {
     const client = new TencentPushClient(
-      { baseUrl: app.baseUrl, sdkAppId: app.sdkAppId, adminIdentifier: app.adminIdentifier, requestTimeoutMs: push.request_timeout, idleSocketTimeoutMs: im.idle_socket_timeout, maxSockets: 16 },
+      {
+        baseUrl: app.baseUrl,
+        sdkAppId: app.sdkAppId,
+        adminIdentifier: app.adminIdentifier,
+        requestTimeoutMs: push.request_timeout,
+        idleSocketTimeoutMs: im.idle_socket_timeout,
+        maxSockets: 16,
+      },
       new UserSigCache(app.sdkAppId, app.secretKey, app.adminIdentifier, im.usersig_ttl),
       logger.child({ app: app.appCode }),
     );
-    const pacer = new SendPacer(ctx.redis, config.redis.prefix, app.pushRateLimitPerSecond, () => metrics?.sendsRefused.inc({ channel: CHANNEL_TENCENT_PUSH, app: app.appCode }), `tencent-push${app.pacerScope}`);
+    const pacer = new SendPacer(
+      ctx.redis,
+      config.redis.prefix,
+      app.pushRateLimitPerSecond,
+      () => metrics?.sendsRefused.inc({ channel: CHANNEL_TENCENT_PUSH, app: app.appCode }),
+      `tencent-push${app.pacerScope}`,
+    );
     metrics?.sendRateLimit.set({ channel: CHANNEL_TENCENT_PUSH, app: app.appCode }, app.pushRateLimitPerSecond);
-    byApp.set(app.appCode, tencentPushChannel({
-      app: app.appCode, sender: client, pacer, offlinePush: config.offline_push, fromAccount: app.adminIdentifier,
-      maxAccounts: push.batch_max_accounts, lingerMs: push.batch_linger, retryAmbiguous: push.retry_ambiguous,
-      sendTimeoutMs: push.request_timeout * 2, // a re-sign can make it two requests
-      metrics,
-      markSending: (rows, ref) => ctx.ledger.markAttemptStarted(rows, ref),
-    }));
+    byApp.set(
+      app.appCode,
+      tencentPushChannel({
+        app: app.appCode,
+        sender: client,
+        pacer,
+        offlinePush: config.offline_push,
+        fromAccount: app.adminIdentifier,
+        maxAccounts: push.batch_max_accounts,
+        lingerMs: push.batch_linger,
+        retryAmbiguous: push.retry_ambiguous,
+        sendTimeoutMs: push.request_timeout * 2, // a re-sign can make it two requests
+        metrics,
+        markSending: (rows, ref) => ctx.ledger.markAttemptStarted(rows, ref),
+      }),
+    );
   }
   return perAppChannel(CHANNEL_TENCENT_PUSH, byApp);
 }

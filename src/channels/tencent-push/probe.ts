@@ -6,7 +6,10 @@ export const tencentPushProbe: ChannelProbe = {
   kind: 'activity_notice',
   // Every trial has its own fake-im and each row its own user, so the pushes to the row's user are its copies.
   async seen({ fakeIm }, row) {
-    return fakeIm.pushes().filter((p) => !p.duplicate && p.accounts.includes(row.userId)).map(() => row.userId);
+    return fakeIm
+      .pushes()
+      .filter((p) => !p.duplicate && p.accounts.includes(row.userId))
+      .map(() => row.userId);
   },
   resend: 'unconfirmed',
   async outage({ fakeIm }) {

@@ -5,7 +5,10 @@ import type { DeliveryChannel } from '../../channels/types.ts';
  * Around any channel: a notice a newer version makes obsolete (a newer balance of the same asset is sent or on its
  * way) is finished as superseded without a send or any quota. Checked when its turn comes, never waited for.
  */
-export function skipSuperseded(channel: DeliveryChannel, decide: { skips(eventType: string): boolean; newerVersion(row: LedgerRow): Promise<string | null> }): DeliveryChannel {
+export function skipSuperseded(
+  channel: DeliveryChannel,
+  decide: { skips(eventType: string): boolean; newerVersion(row: LedgerRow): Promise<string | null> },
+): DeliveryChannel {
   return {
     ...channel,
     async send(row, ctx) {

@@ -22,7 +22,10 @@ export interface SlotDecision {
  * worker may claim them once the lock ends, so nothing is sent late. One decision for C2C's single sends and for
  * push's batched calls (pass the soonest lock of the batch).
  */
-export async function slotWithinLock(pacer: SlotSource, options: { lockUntilMs: number | null; sendTimeoutMs: number; ageMs: number; now: () => number }): Promise<SlotDecision> {
+export async function slotWithinLock(
+  pacer: SlotSource,
+  options: { lockUntilMs: number | null; sendTimeoutMs: number; ageMs: number; now: () => number },
+): Promise<SlotDecision> {
   const { lockUntilMs, sendTimeoutMs, now } = options;
   const askedAtMs = now();
   const lockNeededMs = lockUntilMs === null ? 0 : Math.max(0, Math.min(sendTimeoutMs, (lockUntilMs - askedAtMs) / 2));

@@ -8,9 +8,11 @@ export async function writeDemoActivityRows(pool: Pool, activityDatabase: string
     const userId = String(40000 + Math.floor(Math.random() * 100));
     const kind = (nowMs / 1000 + i) % 3 < 1 ? 'ActivityRewardGranted' : (nowMs / 1000 + i) % 3 < 2 ? 'TaskCompleted' : 'SystemNotice';
     const payload =
-      kind === 'ActivityRewardGranted' ? { activity_id: 'act_spring', grant_id: `grant_${randomUUID().slice(0, 8)}`, reward_items: [{ resource_id: 101, name: 'frame', count: 1 }] }
-      : kind === 'TaskCompleted' ? { task_id: 'task_daily_gift', activity_id: 'act_spring', progress: 5, target: 5, reward_items: [{ resource_id: 7, name: 'coin', count: 50 }] }
-      : { title_key: 'notice.maintenance.title', body_key: 'notice.maintenance.body', params: { start: '02:00', minutes: 30 } };
+      kind === 'ActivityRewardGranted'
+        ? { activity_id: 'act_spring', grant_id: `grant_${randomUUID().slice(0, 8)}`, reward_items: [{ resource_id: 101, name: 'frame', count: 1 }] }
+        : kind === 'TaskCompleted'
+          ? { task_id: 'task_daily_gift', activity_id: 'act_spring', progress: 5, target: 5, reward_items: [{ resource_id: 7, name: 'coin', count: 50 }] }
+          : { title_key: 'notice.maintenance.title', body_key: 'notice.maintenance.body', params: { start: '02:00', minutes: 30 } };
     return ['lalu', `aev_${randomUUID()}`, kind, userId, JSON.stringify(payload), nowMs];
   });
   await pool.query(

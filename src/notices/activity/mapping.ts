@@ -42,11 +42,19 @@ export function mapActivityOutboxRow(row: OutboxRow, recordedAtMs: number, langu
   if (!parsed.success) return malformed(`${eventType} payload: ${describeZodError(parsed.error)}`);
   const sourceCreatedAtMs = typeof row.created_at_ms === 'number' && Number.isSafeInteger(row.created_at_ms) ? row.created_at_ms : null;
   // Only the fields of the type's contract reach the client (looseObject keeps unknown ones in `parsed.data`).
-  const fields = Object.fromEntries(Object.keys(SCHEMAS[eventType as ActivityEventType].shape).filter((k) => k in parsed.data).map((k) => [k, (parsed.data as Record<string, unknown>)[k]]));
+  const fields = Object.fromEntries(
+    Object.keys(SCHEMAS[eventType as ActivityEventType].shape)
+      .filter((k) => k in parsed.data)
+      .map((k) => [k, (parsed.data as Record<string, unknown>)[k]]),
+  );
   const payload = {
-    event_type: eventType, event_id: row.event_id, app_code: row.app_code, user_id: userId,
+    event_type: eventType,
+    event_id: row.event_id,
+    app_code: row.app_code,
+    user_id: userId,
     ...fields,
-    created_at_ms: recordedAtMs, source_created_at_ms: sourceCreatedAtMs,
+    created_at_ms: recordedAtMs,
+    source_created_at_ms: sourceCreatedAtMs,
   };
   return toNotice(payload, { eventType, userId, noticeKind: ACTIVITY_NOTICE }, undefined, { owner: raw, field: languageField });
 }

@@ -6,7 +6,11 @@ import { int64 } from '../payload-json.ts';
 const rewardItems = z.array(z.record(z.string(), z.unknown())).max(100);
 
 /** i18n keys are looked up by the client; params fill their placeholders. */
-const i18nKey = z.string().min(1).max(128).regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits, _ . : - only');
+const i18nKey = z
+  .string()
+  .min(1)
+  .max(128)
+  .regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits, _ . : - only');
 /** Any JSON number: the payload parser keeps numbers exact (LosslessNumber), so a plain z.number() would refuse them. */
 const jsonNumber = z.custom<unknown>((v) => typeof v === 'number' || isLosslessNumber(v), 'expected a number');
 const i18nParams = z.record(z.string().max(64), z.union([z.string().max(512), jsonNumber, z.boolean()])).default({});

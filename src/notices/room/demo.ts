@@ -29,16 +29,42 @@ interface RoomFact {
 export async function writeDemoRoomRows(pool: Pool, roomDatabase: string, count: number, publisher?: KickPublisher, nowMs = Date.now()): Promise<number> {
   const facts: RoomFact[] = Array.from({ length: count }, (_, i) => {
     const room = `room_${100 + Math.floor(Math.random() * 20)}`;
-    if (Math.random() < 0.2) return { event_id: `rev_${randomUUID()}`, event_type: 'RoomCreated', app_code: 'lalu', room_id: room, payload: { owner_user_id: '10001' }, created_at_ms: nowMs };
+    if (Math.random() < 0.2)
+      return {
+        event_id: `rev_${randomUUID()}`,
+        event_type: 'RoomCreated',
+        app_code: 'lalu',
+        room_id: room,
+        payload: { owner_user_id: '10001' },
+        created_at_ms: nowMs,
+      };
     if (Math.random() < 0.25) {
       return {
-        event_id: `rev_${randomUUID()}`, event_type: 'RoomRocketRewardGranted', app_code: 'lalu', room_id: room, created_at_ms: nowMs,
-        payload: { reward_user_id: String(30000 + Math.floor(Math.random() * 100)), rocket_level: 1 + Math.floor(Math.random() * 5), rocket_id: `rocket_${randomUUID().slice(0, 8)}`, reward_items: [{ resource_id: 301, name: 'rocket chest', count: 1 }] },
+        event_id: `rev_${randomUUID()}`,
+        event_type: 'RoomRocketRewardGranted',
+        app_code: 'lalu',
+        room_id: room,
+        created_at_ms: nowMs,
+        payload: {
+          reward_user_id: String(30000 + Math.floor(Math.random() * 100)),
+          rocket_level: 1 + Math.floor(Math.random() * 5),
+          rocket_id: `rocket_${randomUUID().slice(0, 8)}`,
+          reward_items: [{ resource_id: 301, name: 'rocket chest', count: 1 }],
+        },
       };
     }
     return {
-      event_id: `rev_${randomUUID()}`, event_type: 'RoomUserKicked', app_code: 'lalu', room_id: room, created_at_ms: nowMs,
-      payload: { target_user_id: String(30000 + Math.floor(Math.random() * 100)), operator_user_id: '10001', reason: 'demo kick', ...(i % 2 ? { ban_until_ms: nowMs + 3_600_000 } : {}) },
+      event_id: `rev_${randomUUID()}`,
+      event_type: 'RoomUserKicked',
+      app_code: 'lalu',
+      room_id: room,
+      created_at_ms: nowMs,
+      payload: {
+        target_user_id: String(30000 + Math.floor(Math.random() * 100)),
+        operator_user_id: '10001',
+        reason: 'demo kick',
+        ...(i % 2 ? { ban_until_ms: nowMs + 3_600_000 } : {}),
+      },
     };
   });
   await pool.query(
@@ -54,7 +80,11 @@ export async function startKickPublisher(config: NoticeConfig, logger: Logger): 
   const mq = config.rocketmq;
   const topic = mq.room_outbox.topic;
   const producer = new Producer({
-    endpoints: mq.endpoints, namespace: mq.namespace, sslEnabled: mq.ssl, requestTimeout: mq.request_timeout, topic,
+    endpoints: mq.endpoints,
+    namespace: mq.namespace,
+    sslEnabled: mq.ssl,
+    requestTimeout: mq.request_timeout,
+    topic,
     ...(mq.access_key ? { sessionCredentials: { accessKey: mq.access_key, accessSecret: mq.secret_key } } : {}),
     logger: { info: () => undefined, debug: () => undefined, warn: (m: unknown) => logger.warn(String(m)), error: (m: unknown) => logger.warn(String(m)) },
   });
@@ -85,10 +115,13 @@ export function openRoomDemo(ctx: DemoContext): DemoWriter {
   const connect = () => {
     if (!ctx.flags.has('publish-kicks') || publisher || connecting) return;
     connecting = startKickPublisher(ctx.config, ctx.logger)
-      .then((p) => {
-        publisher = p;
-        ctx.logger.info('RocketMQ kick publisher connected');
-      }, (err: Error) => ctx.logger.warn({ err: err.message }, 'RocketMQ kick publisher not up yet; kicks still go to room_outbox; retrying'))
+      .then(
+        (p) => {
+          publisher = p;
+          ctx.logger.info('RocketMQ kick publisher connected');
+        },
+        (err: Error) => ctx.logger.warn({ err: err.message }, 'RocketMQ kick publisher not up yet; kicks still go to room_outbox; retrying'),
+      )
       .finally(() => (connecting = null));
   };
   return {

@@ -24,24 +24,43 @@ export function mapRoomFact(fact: RoomFact, recordedAtMs: number, languageField 
     try {
       raw = parsePayloadJson(raw);
     } catch (err) {
-      return { kind: 'malformed', eventType: fact.event_type, userId: '', noticeKind: ROOM_NOTICE, reason: `payload is not valid JSON: ${(err as Error).message.slice(0, 200)}` };
+      return {
+        kind: 'malformed',
+        eventType: fact.event_type,
+        userId: '',
+        noticeKind: ROOM_NOTICE,
+        reason: `payload is not valid JSON: ${(err as Error).message.slice(0, 200)}`,
+      };
     }
   }
   const common = { event_type: fact.event_type, event_id: fact.event_id, app_code: fact.app_code, room_id: fact.room_id };
   const stamps = { created_at_ms: recordedAtMs, source_created_at_ms: fact.created_at_ms ?? null };
   const malformed = (field: string, reason: string): MappedEvent => {
     const guessed = (raw as Record<string, unknown> | null)?.[field];
-    return { kind: 'malformed', eventType: fact.event_type, userId: typeof guessed === 'string' ? guessed : '', noticeKind: ROOM_NOTICE, reason: `${fact.event_type} payload: ${reason}` };
+    return {
+      kind: 'malformed',
+      eventType: fact.event_type,
+      userId: typeof guessed === 'string' ? guessed : '',
+      noticeKind: ROOM_NOTICE,
+      reason: `${fact.event_type} payload: ${reason}`,
+    };
   };
   if (fact.event_type === ROOM_ROCKET_REWARD_GRANTED) {
     const parsed = roomRocketRewardGrantedPayload.safeParse(raw);
     if (!parsed.success) return malformed('reward_user_id', describeZodError(parsed.error));
     const p = parsed.data;
     const payload = {
-      ...common, reward_user_id: p.reward_user_id, rocket_level: p.rocket_level, reward_items: p.reward_items,
-      ...(p.rocket_id !== undefined ? { rocket_id: p.rocket_id } : {}), ...stamps,
+      ...common,
+      reward_user_id: p.reward_user_id,
+      rocket_level: p.rocket_level,
+      reward_items: p.reward_items,
+      ...(p.rocket_id !== undefined ? { rocket_id: p.rocket_id } : {}),
+      ...stamps,
     };
-    return toNotice(payload, { eventType: fact.event_type, userId: p.reward_user_id, noticeKind: ROOM_NOTICE }, undefined, { owner: raw, field: languageField });
+    return toNotice(payload, { eventType: fact.event_type, userId: p.reward_user_id, noticeKind: ROOM_NOTICE }, undefined, {
+      owner: raw,
+      field: languageField,
+    });
   }
   const parsed = roomUserKickedPayload.safeParse(raw);
   if (!parsed.success) return malformed('target_user_id', describeZodError(parsed.error));

@@ -12,7 +12,8 @@ export type ParsedRoomMessage = { kind: 'fact'; fact: SourceFact } | { kind: 'po
  */
 export function parseRoomMqMessage(body: Buffer, recordedAtMs: number, languageField = 'language'): ParsedRoomMessage {
   // Checked before any parse: a huge body would block the event loop for a message that can never be sent.
-  if (body.length > LIMITS.rawPayloadBytes) return { kind: 'poison', reason: `body is ${body.length} bytes; more than ${LIMITS.rawPayloadBytes} can never fit one IM message` };
+  if (body.length > LIMITS.rawPayloadBytes)
+    return { kind: 'poison', reason: `body is ${body.length} bytes; more than ${LIMITS.rawPayloadBytes} can never fit one IM message` };
   const text = body.toString('utf8');
   if (Buffer.compare(Buffer.from(text, 'utf8'), body) !== 0) return { kind: 'poison', reason: 'body is not valid UTF-8' };
   let raw: unknown;
@@ -24,7 +25,10 @@ export function parseRoomMqMessage(body: Buffer, recordedAtMs: number, languageF
   const envelope = roomFactEnvelope.safeParse(raw);
   if (!envelope.success) return { kind: 'poison', reason: `body: ${describeZodError(envelope.error)}` };
   const fact = envelope.data;
-  const createdAt = fact.created_at_ms === null || fact.created_at_ms === undefined ? null : Number(typeof fact.created_at_ms === 'number' ? fact.created_at_ms : fact.created_at_ms.value);
+  const createdAt =
+    fact.created_at_ms === null || fact.created_at_ms === undefined
+      ? null
+      : Number(typeof fact.created_at_ms === 'number' ? fact.created_at_ms : fact.created_at_ms.value);
   return {
     kind: 'fact',
     fact: {

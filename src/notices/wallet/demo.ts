@@ -22,20 +22,44 @@ function demoWalletRow(nowMs: number) {
   if (Math.random() < 0.1) {
     const level = 1 + Math.floor(Math.random() * 8);
     return {
-      app_code: 'lalu', event_id: `wev_${randomUUID()}`, event_type: 'VipActivated', user_id: userId, created_at_ms: nowMs,
+      app_code: 'lalu',
+      event_id: `wev_${randomUUID()}`,
+      event_type: 'VipActivated',
+      user_id: userId,
+      created_at_ms: nowMs,
       payload: JSON.stringify({
-        transaction_id: tx, command_id: `vip_purchase_${userId}_${level}_${nowMs}`, source: 'vip_purchase', action: 'upgrade',
-        previous_level: level - 1, level, vip_name: `VIP${level}`, started_at_ms: nowMs, expires_at_ms: nowMs + 30 * 86_400_000,
-        reward_resource_group_id: 100 + level, resource_grant_id: `rgr_${randomUUID().slice(0, 8)}`, reward_items: [],
+        transaction_id: tx,
+        command_id: `vip_purchase_${userId}_${level}_${nowMs}`,
+        source: 'vip_purchase',
+        action: 'upgrade',
+        previous_level: level - 1,
+        level,
+        vip_name: `VIP${level}`,
+        started_at_ms: nowMs,
+        expires_at_ms: nowMs + 30 * 86_400_000,
+        reward_resource_group_id: 100 + level,
+        resource_grant_id: `rgr_${randomUUID().slice(0, 8)}`,
+        reward_items: [],
       }),
     };
   }
   const delta = -100 * (1 + Math.floor(Math.random() * 99));
   return {
-    app_code: 'lalu', event_id: `${tx}:WalletBalanceChanged:${userId}:COIN`, event_type: 'WalletBalanceChanged', user_id: userId, created_at_ms: nowMs,
+    app_code: 'lalu',
+    event_id: `${tx}:WalletBalanceChanged:${userId}:COIN`,
+    event_type: 'WalletBalanceChanged',
+    user_id: userId,
+    created_at_ms: nowMs,
     payload: JSON.stringify({
-      transaction_id: tx, command_id: `gift_cmd_${randomUUID().slice(0, 8)}`, asset_type: 'COIN', available_delta: delta, frozen_delta: 0,
-      available_after: 1_000_000 + delta, frozen_after: 0, balance_version: Math.floor(nowMs / 1000), metadata: { scene: 'room_gift' },
+      transaction_id: tx,
+      command_id: `gift_cmd_${randomUUID().slice(0, 8)}`,
+      asset_type: 'COIN',
+      available_delta: delta,
+      frozen_delta: 0,
+      available_after: 1_000_000 + delta,
+      frozen_after: 0,
+      balance_version: Math.floor(nowMs / 1000),
+      metadata: { scene: 'room_gift' },
     }),
   };
 }

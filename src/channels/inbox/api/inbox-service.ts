@@ -15,8 +15,15 @@ const timestamp = (ms: number | null) => (ms === null ? null : { seconds: Math.f
 
 function toNotification(item: InboxItem) {
   return {
-    id: item.id, kind: item.noticeKind, event_type: item.eventType, data_json: item.payload, read: item.read, archived: item.archived,
-    create_time: timestamp(item.createdAtMs), read_time: timestamp(item.readAtMs), archive_time: timestamp(item.archivedAtMs),
+    id: item.id,
+    kind: item.noticeKind,
+    event_type: item.eventType,
+    data_json: item.payload,
+    read: item.read,
+    archived: item.archived,
+    create_time: timestamp(item.createdAtMs),
+    read_time: timestamp(item.readAtMs),
+    archive_time: timestamp(item.archivedAtMs),
   };
 }
 
@@ -87,17 +94,23 @@ export async function addInboxService(server: grpc.Server, store: InboxStore, co
   const definition = await protoLoader.load(INBOX_PROTO, { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
   const pkg = grpcJs.loadPackageDefinition(definition) as any;
   const handlers = inboxHandlers(store, config, logger);
-  const unary = Object.fromEntries(Object.entries(handlers).map(([name, handler]) => [name, (call: grpc.ServerUnaryCall<any, any>, callback: grpc.sendUnaryData<any>) => {
-    handler(call.request).then(
-      (res) => callback(null, res),
-      (err) => {
-        if (err instanceof InvalidRequest) return callback({ code: grpcJs.status.INVALID_ARGUMENT, details: err.message });
-        if (err instanceof NotFound) return callback({ code: grpcJs.status.NOT_FOUND, details: err.message });
-        if (isOverloaded(err)) return callback({ code: grpcJs.status.RESOURCE_EXHAUSTED, details: 'the inbox API is at its limit of concurrent calls; retry with backoff' });
-        logger.warn({ method: name, err: describeError(err) }, 'inbox API call failed');
-        callback({ code: grpcJs.status.UNAVAILABLE, details: 'the inbox is unavailable; retry' });
+  const unary = Object.fromEntries(
+    Object.entries(handlers).map(([name, handler]) => [
+      name,
+      (call: grpc.ServerUnaryCall<any, any>, callback: grpc.sendUnaryData<any>) => {
+        handler(call.request).then(
+          (res) => callback(null, res),
+          (err) => {
+            if (err instanceof InvalidRequest) return callback({ code: grpcJs.status.INVALID_ARGUMENT, details: err.message });
+            if (err instanceof NotFound) return callback({ code: grpcJs.status.NOT_FOUND, details: err.message });
+            if (isOverloaded(err))
+              return callback({ code: grpcJs.status.RESOURCE_EXHAUSTED, details: 'the inbox API is at its limit of concurrent calls; retry with backoff' });
+            logger.warn({ method: name, err: describeError(err) }, 'inbox API call failed');
+            callback({ code: grpcJs.status.UNAVAILABLE, details: 'the inbox is unavailable; retry' });
+          },
+        );
       },
-    );
-  }]));
+    ]),
+  );
   server.addService(pkg.notice.inbox.v1.InboxService.service, unary);
 }

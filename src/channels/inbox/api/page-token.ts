@@ -10,7 +10,10 @@ const VERSION = 'i1';
 
 function filterDigest(owner: InboxOwner, filter: ListFilter): string {
   const kinds = [...filter.kinds].sort().join(',');
-  return createHash('sha256').update(`${owner.appCode}\u0000${owner.userId}\u0000${filter.read}\u0000${filter.archived}\u0000${kinds}`).digest('base64url').slice(0, 16);
+  return createHash('sha256')
+    .update(`${owner.appCode}\u0000${owner.userId}\u0000${filter.read}\u0000${filter.archived}\u0000${kinds}`)
+    .digest('base64url')
+    .slice(0, 16);
 }
 
 function sign(secret: string, body: string): string {
@@ -28,11 +31,13 @@ export type DecodedPageToken = { ok: true; lastId: string } | { ok: false; reaso
 export function decodePageToken(secret: string, owner: InboxOwner, filter: ListFilter, token: string): DecodedPageToken {
   if (token.length > 200 || !/^[A-Za-z0-9_-]+$/.test(token)) return { ok: false, reason: 'page_token is not a token this service issued' };
   const parts = Buffer.from(token, 'base64url').toString('utf8').split('.');
-  if (parts.length !== 4 || parts[0] !== VERSION || !/^[1-9][0-9]{0,19}$/.test(parts[1]!)) return { ok: false, reason: 'page_token is not a token this service issued' };
+  if (parts.length !== 4 || parts[0] !== VERSION || !/^[1-9][0-9]{0,19}$/.test(parts[1]!))
+    return { ok: false, reason: 'page_token is not a token this service issued' };
   const body = parts.slice(0, 3).join('.');
   const expected = Buffer.from(sign(secret, body));
   const given = Buffer.from(parts[3]!);
   if (expected.length !== given.length || !timingSafeEqual(expected, given)) return { ok: false, reason: 'page_token is not a token this service issued' };
-  if (parts[2] !== filterDigest(owner, filter)) return { ok: false, reason: 'page_token was issued for other filters or another caller; repeat the request with the filters of the call that returned it' };
+  if (parts[2] !== filterDigest(owner, filter))
+    return { ok: false, reason: 'page_token was issued for other filters or another caller; repeat the request with the filters of the call that returned it' };
   return { ok: true, lastId: parts[1]! };
 }

@@ -40,7 +40,8 @@ export function idsOf(raw: unknown): string[] {
 /** `up_to_id` of MarkAllNotificationsRead: empty for every item, else one decimal item id. */
 export function upToIdOf(raw: unknown): string | null {
   if (raw === undefined || raw === null || raw === '') return null;
-  if (typeof raw !== 'string' || !/^[1-9][0-9]{0,19}$/.test(raw)) throw new InvalidRequest(`up_to_id must be a decimal item id (or empty for all), got "${String(raw).slice(0, 40)}"`);
+  if (typeof raw !== 'string' || !/^[1-9][0-9]{0,19}$/.test(raw))
+    throw new InvalidRequest(`up_to_id must be a decimal item id (or empty for all), got "${String(raw).slice(0, 40)}"`);
   return raw;
 }
 

@@ -51,7 +51,11 @@ export class InboxApiServer implements Role {
   private pool: Pool | null = null;
   port = 0;
 
-  constructor(private readonly mysqlUrl: string, private readonly config: InboxConfig, private readonly logger: Logger) {}
+  constructor(
+    private readonly mysqlUrl: string,
+    private readonly config: InboxConfig,
+    private readonly logger: Logger,
+  ) {}
 
   async start(): Promise<void> {
     const { config } = this;
@@ -60,7 +64,9 @@ export class InboxApiServer implements Role {
     }
     const tls = config.api_tls ? readInboxApiTls(config.api_tls) : null;
     const grpcJs = await import('@grpc/grpc-js');
-    const credentials = tls ? grpcJs.ServerCredentials.createSsl(tls.clientCa, [{ cert_chain: tls.cert, private_key: tls.key }], true) : grpcJs.ServerCredentials.createInsecure();
+    const credentials = tls
+      ? grpcJs.ServerCredentials.createSsl(tls.clientCa, [{ cert_chain: tls.cert, private_key: tls.key }], true)
+      : grpcJs.ServerCredentials.createInsecure();
     const server = new grpcJs.Server({
       'grpc.max_receive_message_length': MAX_REQUEST_BYTES,
       'grpc.max_concurrent_streams': config.api_max_concurrent_streams,
@@ -69,7 +75,9 @@ export class InboxApiServer implements Role {
     await addInboxService(server, new InboxStore(this.pool, config.api_query_timeout), config, this.logger);
     try {
       this.port = await new Promise<number>((resolve, reject) =>
-        server.bindAsync(`${config.api_host.includes(':') ? `[${config.api_host}]` : config.api_host}:${config.api_port}`, credentials, (err, port) => (err ? reject(err) : resolve(port))),
+        server.bindAsync(`${config.api_host.includes(':') ? `[${config.api_host}]` : config.api_host}:${config.api_port}`, credentials, (err, port) =>
+          err ? reject(err) : resolve(port),
+        ),
       );
     } catch (err) {
       await this.pool.end();
@@ -90,8 +98,14 @@ export class InboxApiServer implements Role {
     if (server) {
       // Calls in flight get a moment to answer; then the rest are cut.
       await new Promise<void>((resolve) => {
-        const cut = setTimeout(() => { server.forceShutdown(); resolve(); }, 2000);
-        server.tryShutdown(() => { clearTimeout(cut); resolve(); });
+        const cut = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, 2000);
+        server.tryShutdown(() => {
+          clearTimeout(cut);
+          resolve();
+        });
       });
     }
     await this.pool?.end();

@@ -28,7 +28,8 @@ export function webhookChannel(settings: WebhookConfig): DeliveryChannel {
       const text = (await response.text()).slice(0, 200);
       if (response.ok) return { kind: 'delivered', ref: response.headers.get('x-delivery-id') ?? formatKey(row), latencyMs: latencyMs() };
       const code = `HTTP_${response.status}`;
-      if (response.status >= 500 || response.status === 429) return { kind: 'retry', code, message: `webhook answered ${response.status}: ${text}`, latencyMs: latencyMs() };
+      if (response.status >= 500 || response.status === 429)
+        return { kind: 'retry', code, message: `webhook answered ${response.status}: ${text}`, latencyMs: latencyMs() };
       return { kind: 'permanent', code, message: `webhook refused the notice (${response.status}): ${text}`, latencyMs: latencyMs() };
     },
   };

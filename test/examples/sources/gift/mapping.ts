@@ -26,6 +26,13 @@ export function mapGiftOutboxRow(row: OutboxRow, recordedAtMs: number): MappedEv
   }
   const payload = giftReceived.safeParse(raw);
   if (!payload.success) return malformed(`GiftReceived payload: ${describeZodError(payload.error)}`);
-  const fields = { event_type: eventType, event_id: String(row.event_id), app_code: String(row.app_code), user_id: userId, recorded_at_ms: recordedAtMs, ...payload.data };
+  const fields = {
+    event_type: eventType,
+    event_id: String(row.event_id),
+    app_code: String(row.app_code),
+    user_id: userId,
+    recorded_at_ms: recordedAtMs,
+    ...payload.data,
+  };
   return toNotice(fields, { eventType, userId, noticeKind: GIFT_NOTICE });
 }
