@@ -202,7 +202,7 @@ export const noticeInboxItems = mysqlTable(
   },
   (t) => [
     // Clustered by user: one user's items share leaf pages, so a page, a count or mark-all reads a few pages
-    // instead of one page per item (ids interleave every user's arrivals). See docs/decisions/inbox-clustering.md.
+    // instead of one page per item (ids interleave every user's arrivals). See docs/decisions/0003-inbox-clustering.md.
     primaryKey({ name: 'pk_nii', columns: [t.appCode, t.userId, t.id] }),
     // InnoDB needs AUTO_INCREMENT to lead some index.
     index('idx_nii_id').on(t.id),

@@ -144,7 +144,12 @@ describe('rejected MQ messages', () => {
     const base = { sourceName: 'room_outbox', topic: 'hyapp_room_outbox', tag: 'RoomUserKicked', deliveryAttempt: 1, keys: [] };
     const huge = Buffer.alloc(4 * 1024 * 1024, 'x');
     await store.record(
-      { ...base, messageId: 'M-HUGE', rawBody: huge, reason: 'body is 4194304 bytes; more than 65536 can never fit one IM message' },
+      {
+        ...base,
+        messageId: 'M-HUGE',
+        rawBody: huge,
+        reason: 'body is 4194304 bytes; more than 65536 (intake reads no more; no channel takes a notice that large)',
+      },
       Date.now(),
     );
     const [[row]] = await env.notice.query<any[]>(

@@ -12,7 +12,7 @@ export const LIMITS = {
   eventIdChars: 191,
   /** Tencent IM UserID: at most 32 bytes. */
   userIdBytes: 32,
-  /** A raw outbox payload or MQ body larger than this can never fit one 12 KB IM message; it is not parsed. */
+  /** Intake's own bound: a raw outbox payload or MQ body larger than this is not parsed (bounded memory per poll; no channel takes one so large). */
   rawPayloadBytes: 64 * 1024,
 } as const;
 

@@ -37,7 +37,9 @@ export function describeZodError(error: z.ZodError): string {
 export function rawPayloadText(row: Record<string, unknown>, maxBytes: number): { text: string } | { problem: string } {
   const bytes = row.payload_bytes === null || row.payload_bytes === undefined ? null : Number(row.payload_bytes);
   if (bytes !== null && bytes > maxBytes)
-    return { problem: `payload is ${bytes} bytes; more than ${maxBytes} can never fit one IM message (12 KB), so it was not read` };
+    return {
+      problem: `payload is ${bytes} bytes; intake reads at most ${maxBytes} (no channel takes a notice that large: IM 12 KB, push 4 KB), so it was not read`,
+    };
   if (row.payload === null || row.payload === undefined) return { problem: 'payload is missing' };
   return { text: typeof row.payload === 'string' ? row.payload : String(row.payload) };
 }

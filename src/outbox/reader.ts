@@ -19,7 +19,7 @@ export class OutboxReader {
     private readonly pool: Pool,
     source: OutboxSource,
   ) {
-    // A payload is fetched only when it could fit one IM message; its size always comes along, so an 8 MB payload is
+    // A payload is fetched only when it is within intake's bound (LIMITS.rawPayloadBytes); its size always comes along, so an 8 MB payload is
     // neither transferred nor parsed (payload_bytes tells the mapping why it is missing).
     const columns = ['id', ...source.columns]
       .map((c) =>

@@ -13,7 +13,10 @@ export type ParsedRoomMessage = { kind: 'fact'; fact: SourceFact } | { kind: 'po
 export function parseRoomMqMessage(body: Buffer, recordedAtMs: number, languageField = 'language'): ParsedRoomMessage {
   // Checked before any parse: a huge body would block the event loop for a message that can never be sent.
   if (body.length > LIMITS.rawPayloadBytes)
-    return { kind: 'poison', reason: `body is ${body.length} bytes; more than ${LIMITS.rawPayloadBytes} can never fit one IM message` };
+    return {
+      kind: 'poison',
+      reason: `body is ${body.length} bytes; more than ${LIMITS.rawPayloadBytes} (intake reads no more; no channel takes a notice that large)`,
+    };
   const text = body.toString('utf8');
   if (Buffer.compare(Buffer.from(text, 'utf8'), body) !== 0) return { kind: 'poison', reason: 'body is not valid UTF-8' };
   let raw: unknown;
