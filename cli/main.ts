@@ -3,6 +3,7 @@ import { Command, Option } from 'commander';
 import { ConfigError, defaultConfigPath, loadConfigFile } from '../src/config/load.ts';
 import type { NoticeConfig } from '../src/config/schema.ts';
 import { createLogger, redactUrl } from '../src/platform/logger.ts';
+import { outputFormat } from '../src/ops/cli-format.ts';
 import { RoleConfigError } from '../src/app/role.ts';
 import { ingestEnabled } from '../src/notices/sources.ts';
 import type { RoleName } from './run-roles.ts';
@@ -18,7 +19,11 @@ const { version } = JSON.parse(readFileSync(packageJson, 'utf8')) as { version: 
 const program = new Command('notice-service')
   .version(version, '-V, --version')
   .description('Outbox facts → private notices (Tencent IM C2C, site inbox, phone push), with a MySQL delivery ledger')
-  .showHelpAfterError();
+  .showHelpAfterError()
+  .addHelpText(
+    'after',
+    '\nExit codes: 0 done; 1 nothing (or not everything) asked for was found; 2 bad arguments or config; 3 MySQL or Redis unreachable.\nTimes are shown in display.time_zone (UTC by default); --output json keeps epoch milliseconds too.',
+  );
 
 /**
  * NOTICE_VALIDATE_ONLY=1: parse the command line and the config, then exit 0 without doing anything. CI uses it to
@@ -32,6 +37,13 @@ program.hook('preAction', (_program, action) => {
 });
 
 const configOption = () => new Option('-c, --config <file>', 'config file (default: $NOTICE_CONFIG, else configs/local.yaml)');
+const outputOption = () => new Option('-o, --output <format>', 'table (for people) or json (for scripts)').default('table');
+
+/** Exit code 1: the command ran and found nothing (or not everything) it was asked for. */
+function notFound(message: string): void {
+  console.error(`notice-service: ${message}`);
+  process.exitCode = 1;
+}
 
 function loadConfig(file: string | undefined): NoticeConfig {
   return loadConfigFile(file ?? defaultConfigPath());
@@ -190,19 +202,57 @@ demoCommand.action(async (opts: Record<string, string | boolean | undefined> & {
 
 program
   .command('inspect')
-  .description('show the ledger rows (and BullMQ job state) of one event id')
-  .argument('<event_id>')
+  .description("one event's ledger rows, or a user's facts newest first (--user), each channel's standing in words")
+  .argument('[event_id]', 'an event id (exact)')
   .addOption(configOption())
-  .action(async (eventId: string, opts: { config?: string }) => {
-    const { inspectEvent } = await import('../src/ops/cli-ops.ts');
-    const rows = await inspectEvent(loadConfig(opts.config), eventId);
-    if (rows.length === 0) {
-      console.error(`notice-service: no ledger row has event id "${eventId}" (an event id, not a user id; ids are exact, and rows past retention are purged)`);
-      process.exitCode = 1;
-      return;
-    }
-    console.log(JSON.stringify(rows, null, 2));
-  });
+  .option('--user <user_id>', "the user's facts, newest first")
+  .option('--since <when>', 'facts recorded since: a duration ("24h") or an ISO time')
+  .option('--until <when>', 'facts recorded before: a duration ("1h") or an ISO time')
+  .option('--kind <notice_kind>', 'only this notice kind')
+  .option('--status <status>', 'only channels in this status (failed, retryable, delivered, …)')
+  .option('--channel <channel>', 'only this channel')
+  .option('--code <error_code>', 'only channels whose last error is this code (90012, MALFORMED, …)')
+  .option('--limit <n>', 'at most this many facts', '50')
+  .addOption(outputOption())
+  .action(
+    async (
+      eventId: string | undefined,
+      opts: {
+        config?: string;
+        user?: string;
+        since?: string;
+        until?: string;
+        kind?: string;
+        status?: string;
+        channel?: string;
+        code?: string;
+        limit: string;
+        output: string;
+      },
+    ) => {
+      const output = outputFormat(opts.output);
+      if (!eventId && !opts.user) throw new RoleConfigError('give an event id or --user <user_id>');
+      const config = loadConfig(opts.config);
+      const ops = await import('../src/ops/cli-ops.ts');
+      if (eventId && !opts.user && output === 'json') {
+        // Scripts get every row of the event as it stands: timeline, payload and job.
+        const rows = await ops.inspectEvent(config, eventId);
+        if (rows.length === 0)
+          return notFound(`no ledger row has event id "${eventId}" (an event id, not a user id; ids are exact, and rows past retention are purged)`);
+        return void console.log(JSON.stringify(rows, null, 2));
+      }
+      const result = await ops.timelineCommand(config, { ...opts, event: eventId });
+      if (output === 'json') console.log(JSON.stringify(result, null, 2));
+      else console.log((await import('../src/ops/cli-format.ts')).factsAsText(result.facts, result.zone, result.more));
+      if (result.facts.length === 0) {
+        notFound(
+          eventId
+            ? `no ledger row has event id "${eventId}"${opts.user ? ` for user ${opts.user}` : ''} (an event id, not a user id; ids are exact, and rows past retention are purged)`
+            : `no facts for user ${opts.user} match (user ids are exact; rows past retention are purged)`,
+        );
+      }
+    },
+  );
 
 program
   .command('audit')
@@ -254,18 +304,74 @@ rejects
 
 program
   .command('requeue')
-  .description('put failed events back to pending and enqueue them again')
+  .description('put failed events back to pending and enqueue them again (asks first; --yes for scripts)')
   .addOption(configOption())
   .requiredOption('--status <status>', 'which rows (only "failed")')
-  .option('--source <source_name>', 'only this source (wallet_outbox, room_outbox, activity_outbox)')
-  .option('--channel <channel>', 'only this channel (tencent_im_c2c, inbox, tencent_push)')
+  .option('--source <source_name>', 'only this source (wallet_outbox, room_outbox, activity_outbox, …)')
+  .option('--channel <channel>', 'only this channel (tencent_im_c2c, inbox, tencent_push, …)')
+  .option('--user <user_id>', "only this user's rows")
+  .option('--code <error_code>', 'only rows whose last error is this code (90012, …)')
   .option('--since <when>', 'only rows updated since: a duration ("2h") or an ISO time')
+  .option('--until <when>', 'only rows updated before: a duration ("10m") or an ISO time')
   .option('--dry-run', 'count what would be requeued, change nothing', false)
-  .action(async (opts: { config?: string; status: string; source?: string; channel?: string; since?: string; dryRun: boolean }) => {
-    const { requeueCommand } = await import('../src/ops/cli-ops.ts');
-    const result = await requeueCommand(loadConfig(opts.config), opts);
-    console.log(JSON.stringify(result, null, 2));
-  });
+  .option('-y, --yes', 'do not ask: requeue what matches', false)
+  .addOption(outputOption())
+  .action(
+    async (opts: {
+      config?: string;
+      status: string;
+      source?: string;
+      channel?: string;
+      user?: string;
+      code?: string;
+      since?: string;
+      until?: string;
+      dryRun: boolean;
+      yes: boolean;
+      output: string;
+    }) => {
+      const output = outputFormat(opts.output);
+      const { requeueCommand } = await import('../src/ops/cli-ops.ts');
+      let refused = false;
+      const result = await requeueCommand(loadConfig(opts.config), {
+        ...opts,
+        confirm: opts.yes
+          ? undefined
+          : async (matched) => {
+              if (matched === 0) return true;
+              if (!process.stdin.isTTY) {
+                refused = true;
+                return false;
+              }
+              const { createInterface } = await import('node:readline/promises');
+              const rl = createInterface({ input: process.stdin, output: process.stderr });
+              const answer = await rl.question(`requeue ${matched} failed row${matched === 1 ? '' : 's'}? [y/N] `);
+              rl.close();
+              return /^y(es)?$/i.test(answer.trim());
+            },
+      });
+      if (output === 'json') console.log(JSON.stringify(result, null, 2));
+      else {
+        const what = result.dry_run ? `would requeue ${result.matched}` : `requeued ${result.requeued} of ${result.matched} matched`;
+        console.log(
+          `${what}${
+            result.skipped.length
+              ? `, ${result.skipped.length} skipped (${result.skipped
+                  .slice(0, 3)
+                  .map((s) => `${s.event_id}: ${s.reason}`)
+                  .join('; ')})`
+              : ''
+          }`,
+        );
+      }
+      if (refused) {
+        console.error(
+          `notice-service: nothing changed: ${result.matched} row${result.matched === 1 ? '' : 's'} match; run again with --yes to requeue them (no terminal to ask on)`,
+        );
+        process.exitCode = 2;
+      }
+    },
+  );
 
 process.on('unhandledRejection', (reason) => {
   console.error(JSON.stringify({ level: 'error', msg: 'unhandled rejection', err: String(reason).slice(0, 500) }));
@@ -281,6 +387,10 @@ try {
       console.error('notice-service: this is configs/local.yaml; for the whole pipeline on this machine against fake-im, run `npm run dev` (configs/dev.yaml)');
     }
     process.exit(2);
+  }
+  if ((err as Error).constructor?.name === 'UnreachableError') {
+    console.error(`notice-service: ${(err as Error).message}`);
+    process.exit(3);
   }
   console.error(`notice-service: ${(err as Error).message}`);
   process.exit(1);

@@ -18,6 +18,8 @@ import type { DeliverJobData, DeliverQueues } from '../queues/deliver-queue.ts';
 import { basicAuth, DeviceCookies } from './auth.ts';
 import { ledgerApi } from './ledger-api.ts';
 import { noticesPage } from './notices-page.ts';
+import { errorsPage, timelinePage } from './timeline-page.ts';
+import { timelineApi } from './timeline-api.ts';
 import { errorHandler, loginThrottle, refusePipelineMutations, sameOriginWrites, securityHeaders, withoutThirdPartyAssets } from './security.ts';
 import { pino, type Logger } from 'pino';
 
@@ -95,6 +97,10 @@ export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Del
     }),
   );
   app.use(
+    `${base}/api/notices/timeline`,
+    timelineApi({ pool, history: new DeliveryHistory(pool), zone: config.display.time_zone, maxRetryFor: (source) => policyFor(source).maxRetryCount }),
+  );
+  app.use(
     `${base}/api/rejects`,
     rejectsApi({
       rejects: new RejectStore(pool),
@@ -113,6 +119,17 @@ export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Del
     statuses: DELIVERY_STATUSES.map((status) => ({ status, ...STATUS_TABLE[status] })),
   });
   app.get(`${base}/notices`, (_req, res) => void res.type('html').send(page.replace('<script>', `<script nonce="${res.locals.cspNonce}">`)));
+  const zone = config.display.time_zone;
+  const timeline = timelinePage({
+    base,
+    environment: settings.environment,
+    channels: channelModules(config).map((m) => m.name),
+    statuses: DELIVERY_STATUSES,
+    zone,
+  });
+  app.get(`${base}/timeline`, (_req, res) => void res.type('html').send(timeline.replace('<script>', `<script nonce="${res.locals.cspNonce}">`)));
+  const errors = errorsPage({ base, environment: settings.environment });
+  app.get(`${base}/errors`, (_req, res) => void res.type('html').send(errors));
   app.get(['/', base], (_req, res) => res.redirect(`${base}/queues`));
   app.use(errorHandler(logger));
   return app;

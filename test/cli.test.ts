@@ -1,8 +1,10 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTestEnv, type TestEnv } from './helpers/env.ts';
+import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { spawnNotice } from './helpers/spawn.ts';
 import { AuditLog } from '../src/ops/audit-log.ts';
+import { balanceChanged, insertWalletRows, ledgerStatusCounts } from './helpers/outbox.ts';
+import { startPipeline } from './helpers/pipeline.ts';
 
 /** The CLI as an operator meets it: plain answers when there is nothing, and no Redis for commands that need none. */
 let env: TestEnv | undefined;
@@ -30,6 +32,57 @@ describe('notice-service CLI', () => {
     expect(requeue.out).toContain('no rejected message with id 999');
     const [audit] = await new AuditLog(env.notice).recent(1);
     expect(audit).toMatchObject({ action: 'requeue_rejected', matched: 0, affected: 0 });
+  });
+
+  it('inspect --user is readable by default and JSON on request; a down server is one line within 5 s, exit 3', async () => {
+    env = await createTestEnv({ display: { time_zone: 'Asia/Shanghai' } });
+    env.fakeIm.setFaults({ not_imported: ['10002'] });
+    await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(2), balanceChanged(52)]);
+    const proc = await startPipeline(env.config);
+    try {
+      await waitFor(
+        () => ledgerStatusCounts(env!.notice),
+        (c) => c.failed === 2,
+        15_000,
+        'both refused',
+      );
+    } finally {
+      await proc.stop();
+    }
+    const table = await run(['inspect', '--user', '10002', '--since', '1h']);
+    expect(table.code).toBe(0);
+    expect(table.out).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d Asia\/Shanghai  WalletBalanceChanged · wallet_notice  user 10002  tx_52:/m);
+    expect(table.out).toContain('tencent_im_c2c  failed');
+    expect(table.out).toContain('failed with 90012: the recipient is not an imported Tencent IM account');
+    expect(table.out).toContain('what to do: Import the account');
+    expect(table.out).toContain('2 facts, newest first, times in Asia/Shanghai');
+    const json = await run(['inspect', '--user', '10002', '--output', 'json']);
+    expect(JSON.parse(json.out.slice(json.out.indexOf('{'))).facts.map((f: { event_id: string }) => f.event_id)).toEqual([
+      'tx_52:WalletBalanceChanged:10002:COIN',
+      'tx_2:WalletBalanceChanged:10002:COIN',
+    ]);
+    const nobody = await run(['inspect', '--user', '77777']);
+    expect(nobody.code).toBe(1);
+    expect(nobody.out).toContain('no facts for user 77777 match');
+    expect((await run(['inspect', '--user', '10002', '--output', 'yaml'])).out).toContain('--output must be table or json, got "yaml"');
+
+    // Redis down: inspect still answers from MySQL (job state unknown); requeue, which needs Redis, says so.
+    writeFileSync(env.configFile, readFileSync(env.configFile, 'utf8').replace(/url: redis:\/\/[^\n]+/, 'url: redis://127.0.0.1:1'));
+    const noRedis = await run(['inspect', 'tx_2:WalletBalanceChanged:10002:COIN', '--output', 'json']);
+    expect(noRedis.code).toBe(0);
+    expect(JSON.parse(noRedis.out.slice(noRedis.out.indexOf('[')))[0].job).toBe('unknown: Redis is unreachable');
+    const requeue = await run(['requeue', '--status', 'failed', '--yes']);
+    expect(requeue.code).toBe(3);
+    expect(requeue.out.trim()).toMatch(/^notice-service: Redis at redis 127\.0\.0\.1:1 is unreachable \(.*\); this command needs it$/);
+    expect(requeue.ms).toBeLessThan(5000 + 2500); // 5 s, plus the CLI's own start-up (tsx) on a busy machine
+    // MySQL down: every command that reads the ledger says so in one line.
+    writeFileSync(env.configFile, readFileSync(env.configFile, 'utf8').replace(/url: mysql:\/\/[^\n]+/, 'url: mysql://root@127.0.0.1:1/x'));
+    for (const args of [['inspect', '--user', '10002'], ['audit'], ['rejects']]) {
+      const r = await run(args);
+      expect(r.code, `${args.join(' ')}: ${r.out}`).toBe(3);
+      expect(r.out.trim()).toMatch(/^notice-service: MySQL at mysql 127\.0\.0\.1:1 is unreachable \(.+\)$/);
+      expect(r.out).not.toMatch(/\n\s+at /);
+    }
   });
 
   it('audit and rejects work with Redis down (they need only MySQL)', async () => {

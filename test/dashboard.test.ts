@@ -173,18 +173,42 @@ describe('dashboard', () => {
 
   it('inspect and requeue work as CLI commands for scripts', async () => {
     await setup();
-    const inspect = spawnNotice(['inspect', 'tx_2:WalletBalanceChanged:10002:COIN', '--config', env!.configFile]);
+    const inspect = spawnNotice(['inspect', 'tx_2:WalletBalanceChanged:10002:COIN', '--output', 'json', '--config', env!.configFile]);
     expect(await inspect.exited).toBe(0);
     const rows = JSON.parse(inspect.output().slice(inspect.output().indexOf('[')));
     expect(rows[0]).toMatchObject({ status: 'failed', last_error_code: '90012', job: { state: 'failed' } });
 
-    const dry = spawnNotice(['requeue', '--status', 'failed', '--since', '1h', '--dry-run', '--config', env!.configFile]);
+    const dry = spawnNotice(['requeue', '--status', 'failed', '--since', '1h', '--dry-run', '--output', 'json', '--config', env!.configFile]);
     expect(await dry.exited).toBe(0);
     expect(JSON.parse(dry.output().slice(dry.output().indexOf('{')))).toMatchObject({ matched: 1, requeued: 0, dry_run: true });
     expect((await ledgerStatusCounts(env!.notice)).failed).toBe(1);
 
     env!.fakeIm.setFaults({});
-    const real = spawnNotice(['requeue', '--status', 'failed', '--source', 'wallet_outbox', '--config', env!.configFile]);
+    // Without a terminal to ask on, a real requeue needs --yes: it says how many match and changes nothing.
+    const unasked = spawnNotice(['requeue', '--status', 'failed', '--config', env!.configFile]);
+    expect(await unasked.exited).toBe(2);
+    expect(unasked.output()).toContain('nothing changed: 1 row match; run again with --yes');
+    // Narrowed to another user or code, nothing matches.
+    const other = spawnNotice(['requeue', '--status', 'failed', '--user', '10099', '--dry-run', '--config', env!.configFile]);
+    expect(await other.exited).toBe(0);
+    expect(other.output()).toContain('would requeue 0');
+    expect((await ledgerStatusCounts(env!.notice)).failed).toBe(1);
+    const real = spawnNotice([
+      'requeue',
+      '--status',
+      'failed',
+      '--source',
+      'wallet_outbox',
+      '--user',
+      '10002',
+      '--code',
+      '90012',
+      '--yes',
+      '--output',
+      'json',
+      '--config',
+      env!.configFile,
+    ]);
     expect(await real.exited).toBe(0);
     expect(JSON.parse(real.output().slice(real.output().indexOf('{')))).toMatchObject({ matched: 1, requeued: 1 });
     await waitFor(
@@ -204,7 +228,7 @@ describe('dashboard', () => {
     expect(JSON.parse(audit.output().slice(audit.output().indexOf('[')))).toEqual([
       expect.objectContaining({ actor: `${userInfo().username}@${hostname()}`, via: 'cli', action: 'requeue_failed', matched: 1, affected: 1 }),
     ]);
-    const timeline = spawnNotice(['inspect', 'tx_2:WalletBalanceChanged:10002:COIN', '--config', env!.configFile]);
+    const timeline = spawnNotice(['inspect', 'tx_2:WalletBalanceChanged:10002:COIN', '--output', 'json', '--config', env!.configFile]);
     expect(await timeline.exited).toBe(0);
     const steps = JSON.parse(timeline.output().slice(timeline.output().indexOf('[')))[0].timeline.map(
       (s: { event: string; actor: string }) => `${s.event}:${s.event === 'requeued' ? s.actor : ''}`,

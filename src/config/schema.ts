@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { durationMs } from './duration.ts';
 import { port } from './primitives.ts';
+import { isTimeZone } from '../platform/clock.ts';
 import { CHANNEL_MODULES } from '../channels/registry.ts';
 import { SOURCE_MODULES } from '../notices/registry.ts';
 import { MODULES, type ModuleSet } from './modules.ts';
@@ -164,6 +165,10 @@ const coreShape = {
     .strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') })
     .default(() => ({ level: 'info' as const })),
   shutdown_timeout: durationMs.default(10_000),
+  /** How operators see times: every page, the CLI and the audit use this IANA zone, labelled (one clock). */
+  display: z
+    .strictObject({ time_zone: z.string().refine(isTimeZone, 'an IANA time zone such as "UTC" or "Asia/Shanghai"').default('UTC') })
+    .default(() => ({ time_zone: 'UTC' })),
 };
 
 type UnionToIntersection<U> = (U extends unknown ? (x: U) => void : never) extends (x: infer I) => void ? I : never;

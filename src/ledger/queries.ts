@@ -6,6 +6,12 @@ export interface FailedFilter {
   sourceName?: string;
   channel?: string;
   sinceMs?: number;
+  /** Only this recipient's rows. */
+  userId?: string;
+  /** Only rows whose last error is this code. */
+  errorCode?: string;
+  /** Only rows updated before this. */
+  untilMs?: number;
 }
 
 export interface FailedCursor extends LedgerKey {
@@ -133,6 +139,18 @@ function filterWhere(filter: FailedFilter, where: string[], params: unknown[]): 
   if (filter.sinceMs !== undefined) {
     where.push('updated_at_ms >= ?');
     params.push(filter.sinceMs);
+  }
+  if (filter.untilMs !== undefined) {
+    where.push('updated_at_ms < ?');
+    params.push(filter.untilMs);
+  }
+  if (filter.userId !== undefined) {
+    where.push('user_id = ?');
+    params.push(filter.userId);
+  }
+  if (filter.errorCode !== undefined) {
+    where.push('last_error_code = ?');
+    params.push(filter.errorCode);
   }
   return { where, params };
 }

@@ -1,4 +1,3 @@
-import ms from 'ms';
 import { channelNames, channelQueueSpecs } from '../channels/registry.ts';
 import type { NoticeConfig } from '../config/schema.ts';
 import { createMysqlPool } from '../platform/mysql.ts';
@@ -16,44 +15,91 @@ import { rejectEntries } from './reject-entries.ts';
 // Log lines go to stderr, so stdout stays the command's JSON.
 import { pino } from 'pino';
 import { hostname, userInfo } from 'node:os';
-import { RoleConfigError } from '../app/role.ts';
+import { RoleConfigError, withDeadline } from '../app/role.ts';
+import { timelinePage } from '../ledger/timeline.ts';
+import { presentFact } from '../ledger/present-fact.ts';
+import { DELIVERY_STATUSES } from '../ledger/status.ts';
+import { describeError } from '../platform/errors.ts';
 
-async function withResources<T>(
-  config: NoticeConfig,
-  work: (r: { pool: ReturnType<typeof createMysqlPool>; queues: DeliverQueues }) => Promise<T>,
-): Promise<T> {
-  const pool = createMysqlPool(config.mysql.url, 2);
-  // Redis only for the commands that touch queues: `audit` and `rejects list/show` work with Redis down.
+/** A server a command needs is not answering: one line naming it (exit code 3). */
+export class UnreachableError extends Error {}
+
+const REACH_MS = 3000;
+
+function hostOf(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol.replace(':', '')} ${u.hostname}:${u.port || (u.protocol.startsWith('redis') ? 6379 : 3306)}`;
+  } catch {
+    return 'the configured server';
+  }
+}
+
+interface Resources {
+  pool: ReturnType<typeof createMysqlPool>;
+  /** The deliver queues; throws UnreachableError when Redis does not answer within 3 s. */
+  queues(): Promise<DeliverQueues>;
+  /** The queues, or null when Redis does not answer (commands that can say what they know without it). */
+  queuesIfReachable(): Promise<DeliverQueues | null>;
+}
+
+/**
+ * MySQL (checked at once, 3 s) and, only for commands that touch queues, Redis (checked when first asked, 3 s): a
+ * server that is down is one line naming it, never a hang or a stack trace.
+ */
+async function withResources<T>(config: NoticeConfig, work: (r: Resources) => Promise<T>): Promise<T> {
+  const pool = createMysqlPool(config.mysql.url, 2, { connectTimeout: REACH_MS });
   let opened: { redis: ReturnType<typeof createRedis>; queues: DeliverQueues } | null = null;
-  const resources = {
-    pool,
-    get queues(): DeliverQueues {
-      if (!opened) {
-        const redis = createRedis(config.redis.url, 'producer', { cluster: config.redis.cluster });
-        opened = { redis, queues: createDeliverQueues(redis, config.redis.prefix, channelQueueSpecs(config)) };
-      }
-      return opened.queues;
-    },
+  let redisDown: string | null = null;
+  const open = async (): Promise<DeliverQueues | null> => {
+    if (opened) return opened.queues;
+    if (redisDown) return null;
+    const redis = createRedis(config.redis.url, 'producer', { cluster: config.redis.cluster });
+    redis.on('error', () => undefined);
+    try {
+      await withDeadline(redis.ping(), REACH_MS, 'Redis ping');
+    } catch (err) {
+      redis.disconnect();
+      redisDown = `Redis at ${hostOf(config.redis.url)} is unreachable (${describeError(err).slice(0, 120)})`;
+      return null;
+    }
+    opened = { redis, queues: createDeliverQueues(redis, config.redis.prefix, channelQueueSpecs(config)) };
+    return opened.queues;
   };
   try {
-    return await work(resources);
+    try {
+      await withDeadline(pool.query('SELECT 1'), REACH_MS + 500, 'MySQL');
+    } catch (err) {
+      throw new UnreachableError(`MySQL at ${hostOf(config.mysql.url)} is unreachable (${describeError(err).slice(0, 120)})`);
+    }
+    return await work({
+      pool,
+      queuesIfReachable: open,
+      async queues() {
+        const queues = await open();
+        if (!queues) throw new UnreachableError(`${redisDown}; this command needs it`);
+        return queues;
+      },
+    });
   } finally {
     const o = opened as { redis: ReturnType<typeof createRedis>; queues: DeliverQueues } | null;
     if (o) {
       await o.queues.close();
       o.redis.disconnect();
     }
-    await pool.end();
+    await pool.end().catch(() => undefined);
   }
 }
 
 /** `notice-service inspect <event_id>`: every ledger row of the event, with its BullMQ job state. */
 export async function inspectEvent(config: NoticeConfig, eventId: string): Promise<unknown[]> {
-  return withResources(config, async ({ pool, queues }) => {
+  return withResources(config, async ({ pool, queuesIfReachable }) => {
     const rows = await new LedgerQueries(pool).byEventId(eventId);
+    const queues = rows.length > 0 ? await queuesIfReachable() : null;
     const timelines = await withTimelines(new DeliveryHistory(pool), rows);
     return Promise.all(
       rows.map(async (row, i) => {
+        if (!queues) return { ...timelines[i]!, payload: row.payload, job: 'unknown: Redis is unreachable' };
         const job = await queues.getJob(row);
         // One event asked for by id: the payload is shown here, never in lists.
         return {
@@ -66,20 +112,20 @@ export async function inspectEvent(config: NoticeConfig, eventId: string): Promi
   });
 }
 
-/** `--since 1h` (relative) or `--since 2026-12-01T00:00:00Z` (absolute) → epoch ms. */
-export function parseSince(value: string, nowMs = Date.now()): number {
-  if (/^\d+(\.\d+)?\s*(ms|s|m|h|d)$/.test(value.trim())) return nowMs - ms(value.trim() as ms.StringValue);
-  const absolute = Date.parse(value);
-  if (Number.isNaN(absolute)) throw new RoleConfigError(`--since must be a duration like "2h" or an ISO time, got "${value}"`);
-  return absolute;
-}
+export { parseSince } from './since.ts';
+import { parseSince } from './since.ts';
 
 export interface RequeueCommand {
   status: string;
   source?: string;
   channel?: string;
   since?: string;
+  until?: string;
+  user?: string;
+  code?: string;
   dryRun: boolean;
+  /** Called with the number of rows the run would take, before it changes anything; false stops it (nothing changed). */
+  confirm?: (matched: number) => Promise<boolean>;
 }
 
 /**
@@ -94,19 +140,37 @@ export async function requeueCommand(
   const names = channelNames(config);
   if (options.channel !== undefined && !names.includes(options.channel))
     throw new RoleConfigError(`--channel must be one of ${names.join(', ')}, got "${options.channel}"`);
-  const sinceMs = options.since ? parseSince(options.since) : undefined;
+  const filter = {
+    sourceName: options.source,
+    channel: options.channel,
+    sinceMs: options.since ? parseSince(options.since) : undefined,
+    untilMs: options.until ? parseSince(options.until, Date.now(), '--until') : undefined,
+    userId: options.user,
+    errorCode: options.code,
+  };
   const policyFor = sourcePolicy(config);
   const detail = {
     status: options.status,
     ...(options.source ? { source: options.source } : {}),
     ...(options.channel ? { channel: options.channel } : {}),
     ...(options.since ? { since: options.since } : {}),
+    ...(options.until ? { until: options.until } : {}),
+    ...(options.user ? { user: options.user } : {}),
+    ...(options.code ? { code: options.code } : {}),
   };
-  return withResources(config, async ({ pool, queues }) => {
+  return withResources(config, async ({ pool, queues: needQueues }) => {
+    const queues = await needQueues();
+    const deps = { pool, queues, maxRetryFor: (source: string) => policyFor(source).maxRetryCount };
+    const who = { actor: `${userInfo().username}@${hostname()}`, via: 'cli' as const };
+    if (!options.dryRun && options.confirm) {
+      // The count first (a dry run changes nothing but is audited as one), then the operator's yes.
+      const count = await runRequeue(deps, who, { filter, detail: { ...detail, confirmation: 'asked' } }, { dryRun: true });
+      if (!(await options.confirm(count.matched))) return { matched: count.matched, requeued: 0, skipped: [], dry_run: true };
+    }
     const result = await runRequeue(
       { pool, queues, maxRetryFor: (source) => policyFor(source).maxRetryCount },
       { actor: `${userInfo().username}@${hostname()}`, via: 'cli' },
-      { filter: { sourceName: options.source, channel: options.channel, sinceMs }, detail },
+      { filter, detail },
       { dryRun: options.dryRun, onProgress: (p) => void process.stderr.write(`requeue: ${p.matched} matched, ${p.requeued} requeued, ${p.skipped} skipped\n`) },
     );
     return {
@@ -140,7 +204,8 @@ export async function showRejectCommand(config: NoticeConfig, idText: string) {
 /** `notice-service rejects requeue <id…>`: through the same parser and recorder as the MQ entry; audited. */
 export async function requeueRejectsCommand(config: NoticeConfig, idTexts: readonly string[]) {
   const ids = idTexts.map(parseRejectId);
-  return withResources(config, async ({ pool, queues }) => {
+  return withResources(config, async ({ pool, queues: needQueues }) => {
+    const queues = await needQueues();
     const result = await requeueRejected(
       {
         rejects: new RejectStore(pool),
@@ -181,4 +246,46 @@ export async function auditCommand(config: NoticeConfig, limitText: string) {
       detail: a.detail,
     })),
   );
+}
+
+export interface TimelineCommand {
+  user?: string;
+  event?: string;
+  kind?: string;
+  status?: string;
+  channel?: string;
+  code?: string;
+  since?: string;
+  until?: string;
+  limit: string;
+}
+
+/** `notice-service inspect --user U [--since 24h] …`: the user's facts, newest first, a standing per channel. */
+export async function timelineCommand(config: NoticeConfig, options: TimelineCommand) {
+  const limit = Number(options.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new RoleConfigError(`--limit must be an integer from 1 to 1000, got "${options.limit}"`);
+  if (options.status && !(DELIVERY_STATUSES as readonly string[]).includes(options.status))
+    throw new RoleConfigError(`--status must be one of ${DELIVERY_STATUSES.join(', ')}, got "${options.status}"`);
+  const filter = {
+    userId: options.user,
+    eventId: options.event,
+    noticeKind: options.kind,
+    status: options.status,
+    channel: options.channel,
+    errorCode: options.code,
+    sinceMs: options.since ? parseSince(options.since) : undefined,
+    untilMs: options.until ? parseSince(options.until, Date.now(), '--until') : undefined,
+  };
+  const policyFor = sourcePolicy(config);
+  return withResources(config, async ({ pool }) => {
+    const facts: ReturnType<typeof presentFact>[] = [];
+    let after = null;
+    // Pages of 200 facts until the limit: the keyset reaches any age the ledger holds.
+    do {
+      const page = await timelinePage(pool, filter, after, Math.min(200, limit - facts.length));
+      facts.push(...page.facts.map((f) => presentFact(f, config.display.time_zone, (source) => policyFor(source).maxRetryCount)));
+      after = page.next;
+    } while (after && facts.length < limit);
+    return { zone: config.display.time_zone, facts, more: after !== null };
+  });
 }
