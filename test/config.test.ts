@@ -93,3 +93,13 @@ describe('configuration reference', () => {
     expect(committed).toMatch(/\| `tencent_push.batch_linger` \| duration .* \| `20ms` \|/);
   });
 });
+
+describe('runbook error codes', () => {
+  it('docs/runbook.md carries the error guide the dashboard serves (npm run docs:errors)', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { withErrorGuide } = await import('../src/ops/error-guide-doc.ts');
+    const runbook = readFileSync(new URL('../docs/runbook.md', import.meta.url), 'utf8');
+    expect(runbook, 'stale: run npm run docs:errors').toBe(withErrorGuide(runbook));
+    expect(runbook).toContain('<a id="code-90012"></a>`90012`');
+  });
+});
