@@ -51,7 +51,7 @@ describe('notice-service CLI', () => {
     }
     const table = await run(['inspect', '--user', '10002', '--since', '1h']);
     expect(table.code).toBe(0);
-    expect(table.out).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d Asia\/Shanghai  WalletBalanceChanged · wallet_notice  user 10002  tx_52:/m);
+    expect(table.out).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d Asia\/Shanghai {2}WalletBalanceChanged · wallet_notice {2}user 10002 {2}tx_52:/m);
     expect(table.out).toContain('tencent_im_c2c  failed');
     expect(table.out).toContain('failed with 90012: the recipient is not an imported Tencent IM account');
     expect(table.out).toContain('what to do: Import the account');
