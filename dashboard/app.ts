@@ -20,6 +20,8 @@ import { ledgerApi } from './ledger-api.ts';
 import { noticesPage } from './notices-page.ts';
 import { errorsPage, timelinePage } from './timeline-page.ts';
 import { timelineApi } from './timeline-api.ts';
+import { chartsRouter } from './charts.ts';
+import { PipelineSampler } from './pipeline-sampler.ts';
 import { errorHandler, loginThrottle, refusePipelineMutations, sameOriginWrites, securityHeaders, withoutThirdPartyAssets } from './security.ts';
 import { pino, type Logger } from 'pino';
 
@@ -27,7 +29,13 @@ import { pino, type Logger } from 'pino';
  * The operator dashboard: bull-board for every notice queue and the ledger page, all under one base path and all
  * behind authentication (the only way off is an explicit local config).
  */
-export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: DeliverQueues, logger: Logger = pino({ level: 'silent' })): express.Express {
+export function createDashboardApp(
+  config: NoticeConfig,
+  pool: Pool,
+  queues: DeliverQueues,
+  logger: Logger = pino({ level: 'silent' }),
+  sampler: PipelineSampler = new PipelineSampler(pool, queues, logger),
+): express.Express {
   const settings = config.dashboard;
   const base = settings.base_path;
   const app = express();
@@ -110,6 +118,10 @@ export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Del
     }),
   );
   const page = noticesPage({
+    timelinePath: `${base}/timeline`,
+    zone: config.display.time_zone,
+    errorsPath: `${base}/errors`,
+    chartsPath: `${base}/charts`,
     apiPath: `${base}/api/notices`,
     rejectsPath: `${base}/api/rejects`,
     queuesPath: `${base}/queues`,
@@ -127,6 +139,19 @@ export function createDashboardApp(config: NoticeConfig, pool: Pool, queues: Del
     statuses: DELIVERY_STATUSES,
     zone,
   });
+  app.use(
+    `${base}/charts`,
+    chartsRouter({
+      pool,
+      sampler,
+      zone,
+      channels: channelModules(config).map((m) => ({
+        name: m.name,
+        rateLimitPerSecond: m.rateLimitPerSecond(config),
+        quotaCountsNotices: m.quotaCounts !== 'calls',
+      })),
+    }),
+  );
   app.get(`${base}/timeline`, (_req, res) => void res.type('html').send(timeline.replace('<script>', `<script nonce="${res.locals.cspNonce}">`)));
   const errors = errorsPage({ base, environment: settings.environment });
   app.get(`${base}/errors`, (_req, res) => void res.type('html').send(errors));

@@ -6,10 +6,13 @@ import type { NoticeConfig } from '../src/config/schema.ts';
 import { RoleConfigError, type Role } from '../src/app/role.ts';
 import type { DeliverQueues } from '../queues/deliver-queue.ts';
 import { createDashboardApp } from './app.ts';
+import { PipelineSampler } from './pipeline-sampler.ts';
 
 export class DashboardRole implements Role {
   readonly name = 'dashboard';
   private server: Server | null = null;
+  /** Queue depth and the oldest pending age over time, for the charts. */
+  private readonly sampler: PipelineSampler;
   port = 0;
 
   constructor(
@@ -21,10 +24,12 @@ export class DashboardRole implements Role {
     if (config.dashboard.auth.enabled && config.dashboard.auth.password === '') {
       throw new RoleConfigError('dashboard refuses to start: dashboard.auth.password is empty (set it, e.g. from ${DASHBOARD_PASSWORD})');
     }
+    this.sampler = new PipelineSampler(pool, queues, logger, config.dashboard.chart_sample_interval);
   }
 
   async start(): Promise<void> {
-    const app = createDashboardApp(this.config, this.pool, this.queues, this.logger);
+    this.sampler.start();
+    const app = createDashboardApp(this.config, this.pool, this.queues, this.logger, this.sampler);
     await new Promise<void>((resolve, reject) => {
       const server = app.listen(this.config.dashboard.port, this.config.dashboard.host, (err?: Error) => (err ? reject(err) : resolve()));
       this.server = server;
@@ -42,6 +47,7 @@ export class DashboardRole implements Role {
   }
 
   async stop(): Promise<void> {
+    this.sampler.stop();
     const server = this.server;
     this.server = null;
     if (!server) return;

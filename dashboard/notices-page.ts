@@ -3,6 +3,9 @@
  * Static HTML plus a little script against the JSON API; every value is inserted as text, never as HTML.
  */
 export function noticesPage(options: {
+  timelinePath: string;
+  errorsPath: string;
+  chartsPath: string;
   apiPath: string;
   rejectsPath: string;
   queuesPath: string;
@@ -10,6 +13,7 @@ export function noticesPage(options: {
   readOnly: boolean;
   channels: readonly string[];
   statuses: ReadonlyArray<{ status: string; meaning: string; alarming: boolean }>;
+  zone: string;
 }): string {
   const config = JSON.stringify({
     api: options.apiPath,
@@ -17,10 +21,13 @@ export function noticesPage(options: {
     readOnly: options.readOnly,
     channels: options.channels,
     statuses: options.statuses,
+    zone: options.zone,
+    timeline: options.timelinePath,
+    errors: options.errorsPath,
   }).replace(/</g, '\\u003c');
   const env = escapeHtml(options.environment.label);
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>notice-service · notices</title>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>notice-service · notices</title>
 <style>
  body{font-family:system-ui,sans-serif;margin:0;color:#1f2933}
  header{display:flex;gap:16px;align-items:center;padding:12px 20px;background:#102a43;color:#fff}
@@ -31,26 +38,29 @@ export function noticesPage(options: {
  pre{white-space:pre-wrap;word-break:break-all;max-width:520px;margin:0;font-size:12px}
  ol.timeline{margin:4px 0 8px;padding-left:20px;font-size:13px} ol.timeline li{margin:2px 0}
  #glance{display:flex;flex-wrap:wrap;gap:12px;margin-bottom:16px} .tile{border:1px solid #d9e2ec;border-radius:6px;padding:8px 12px;min-width:110px}
+ #charts{display:flex;flex-wrap:wrap;gap:8px;margin-bottom:16px} #charts img{max-width:100%;height:auto;border:1px solid #d9e2ec;border-radius:6px}
+ .scroll{overflow-x:auto;max-width:100%} header{flex-wrap:wrap} form{flex-wrap:wrap} input{max-width:100%}
  .tile b{display:block;font-size:20px} .tile span{color:#627d98;font-size:12px} .tile.bad b{color:#b00020}
 </style></head>
 <body>
-<header><strong>notice-service</strong><span class="env" id="env">${env}</span><a href="${escapeHtml(options.queuesPath)}">Queues (bull-board)</a><span>Notices</span>${options.readOnly ? '<span class="env" style="background:#7b8794">read-only</span>' : ''}</header>
+<header><strong>notice-service</strong><span class="env" id="env">${env}</span><a href="${escapeHtml(options.timelinePath)}">Timeline</a><span>Notices</span><a href="${escapeHtml(options.queuesPath)}">Queues (bull-board)</a><a href="${escapeHtml(options.errorsPath)}">Error codes</a>${options.readOnly ? '<span class="env" style="background:#7b8794">read-only</span>' : ''}</header>
 <main>
  <section id="glance" aria-label="last hour at a glance"></section>
+ <section id="charts" aria-label="the last hours">${[...options.channels.map((c) => `${options.chartsPath}/outcomes/${encodeURIComponent(c)}.svg`), `${options.chartsPath}/queues.svg`, `${options.chartsPath}/pending-age.svg`].map((src) => `<img src="${escapeHtml(src)}" alt="chart" loading="lazy">`).join('')}</section>
  <form id="search"><select id="kind"><option value="event_id">event_id</option><option value="user_id">user_id</option></select>
   <input id="q" size="48" placeholder="tx_xxx:WalletBalanceChanged:10001:COIN" aria-label="search value"><button type="submit">Find</button></form>
  <section id="found"></section>
  <h2>Failed deliveries <span class="muted" id="total"></span></h2>
  <div><select id="failed-channel" aria-label="channel"><option value="">every channel</option></select> <button id="requeue" ${options.readOnly ? 'disabled' : ''}>Requeue selected</button> <span id="status" role="status"></span></div>
- <table id="failed"><thead><tr><th></th><th>updated</th><th>source</th><th>channel</th><th>app</th><th>event_id</th><th>user</th><th>type</th><th>attempts</th><th>code</th><th>error</th></tr></thead><tbody></tbody></table>
+ <div class="scroll"> <table id="failed"><thead><tr><th></th><th>updated</th><th>source</th><th>channel</th><th>app</th><th>event_id</th><th>user</th><th>type</th><th>attempts</th><th>code</th><th>error</th></tr></thead><tbody></tbody></table></div>
  <div><button id="prev">‹ newer</button> <span id="page"></span> <button id="next">older ›</button></div>
  <h2>Rejected MQ messages <span class="muted" id="rejects-total"></span></h2>
  <form id="rejects-filter"><input id="rejects-reason" size="32" placeholder="reason contains…" aria-label="reason contains"><select id="rejects-since" aria-label="since"><option value="">any time</option><option value="1h">last hour</option><option value="1d">last day</option><option value="7d">last week</option></select><button type="submit">Filter</button>
   <button type="button" id="rejects-requeue" ${options.readOnly ? 'disabled' : ''}>Requeue selected</button> <span id="rejects-status" role="status"></span></form>
- <table id="rejects"><thead><tr><th></th><th>received</th><th>source</th><th>message id</th><th>tag</th><th>attempt</th><th>bytes</th><th>reason</th><th></th></tr></thead><tbody></tbody></table>
+ <div class="scroll"> <table id="rejects"><thead><tr><th></th><th>received</th><th>source</th><th>message id</th><th>tag</th><th>attempt</th><th>bytes</th><th>reason</th><th></th></tr></thead><tbody></tbody></table></div>
  <pre id="rejects-body" aria-label="message body"></pre>
  <h2>Operator actions <span class="muted">(newest 20)</span></h2>
- <table id="audit"><thead><tr><th>when</th><th>who</th><th>via</th><th>action</th><th>matched</th><th>changed</th><th>detail</th></tr></thead><tbody></tbody></table>
+ <div class="scroll"> <table id="audit"><thead><tr><th>when</th><th>who</th><th>via</th><th>action</th><th>matched</th><th>changed</th><th>detail</th></tr></thead><tbody></tbody></table></div>
 </main>
 <script>
 const CONFIG = ${config};
@@ -59,7 +69,10 @@ const $ = (id) => document.getElementById(id);
 // Controls and bidi overrides are shown as [U+XXXX], never obeyed: an event id with U+202E must not reverse a row.
 const visible = (text) => String(text).replace(/[\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f\\u061c\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2069\\ufeff]/g, (c) => '[U+' + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0') + ']');
 const td = (text, cls) => { const c = document.createElement('td'); c.textContent = text == null ? '' : visible(text); if (cls) c.className = cls; return c; };
-const when = (ms) => ms ? new Date(ms).toISOString().replace('T', ' ').slice(0, 19) : '';
+// One clock: display.time_zone, labelled, as on every page and in the CLI.
+const zoneFormat = new Intl.DateTimeFormat('en-CA', { timeZone: CONFIG.zone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
+const when = (ms) => { if (!ms) return ''; const p = Object.fromEntries(zoneFormat.formatToParts(new Date(ms)).map((x) => [x.type, x.value])); return p.year + '-' + p.month + '-' + p.day + ' ' + p.hour + ':' + p.minute + ':' + p.second + ' ' + CONFIG.zone; };
+const link = (text, href) => { const c = document.createElement('td'); if (text == null || text === '') return c; const a = document.createElement('a'); a.textContent = visible(text); a.href = href; c.append(a); return c; };
 async function api(path, init) { const r = await fetch(CONFIG.api + path, init); if (!r.ok) throw new Error(r.status + ' ' + (await r.text())); return r.json(); }
 async function loadFailed() {
   const channel = $('failed-channel').value;
@@ -70,7 +83,7 @@ async function loadFailed() {
   data.rows.forEach((row, i) => {
     const tr = document.createElement('tr'); tr.dataset.eventId = row.source_event_id;
     const box = document.createElement('td'); const cb = document.createElement('input'); cb.type = 'checkbox'; cb.dataset.index = i; cb.setAttribute('aria-label', 'select ' + row.source_event_id); box.append(cb);
-    tr.append(box, td(when(row.updated_at_ms)), td(row.source_name), td(row.channel), td(row.app_code), td(row.source_event_id), td(row.user_id), td(row.event_type), td(row.attempt_count), td(row.last_error_code), td(row.last_error, 'err'));
+    tr.append(box, td(when(row.updated_at_ms)), td(row.source_name), td(row.channel), td(row.app_code), link(row.source_event_id, CONFIG.timeline + '?' + new URLSearchParams({ user_id: row.user_id, event_id: row.source_event_id })), link(row.user_id, CONFIG.timeline + '?' + new URLSearchParams({ user_id: row.user_id })), td(row.event_type), td(row.attempt_count), link(row.last_error_code, CONFIG.errors + '#' + (row.error_anchor || '')), td(row.last_error, 'err'));
     body.append(tr);
   });
 }

@@ -24,7 +24,7 @@ afterEach(async () => {
 /** 60 balance notices for user 10001 (more than a page), one refused for 10002, a VIP notice on two channels for 20001. */
 async function world(): Promise<string> {
   env = await createTestEnv({
-    dashboard: { port: 0, auth: AUTH, environment: { label: 'staging', color: '#c05621' } },
+    dashboard: { port: 0, auth: AUTH, environment: { label: 'staging', color: '#c05621' }, chart_sample_interval: '200ms' },
     inbox: { enabled: true },
     display: { time_zone: 'Asia/Shanghai' },
   });
@@ -91,11 +91,36 @@ describe("a user's timeline", () => {
     expect(new Set([...first, ...second]).size).toBe(60);
     await expect(page.locator('#older').isHidden()).resolves.toBe(true);
 
+    // The Notices page draws the last hours: outcomes per channel per minute (from the ledger), queues and pending age.
+    await page.goto(`${base}/notices`);
+    const charts = page.locator('#charts img');
+    await expect(charts.count()).resolves.toBe(5); // 3 channels, queues, pending age
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll('#charts img')].every((i) => (i as HTMLImageElement).complete && (i as HTMLImageElement).naturalWidth > 0),
+    );
+    const svg = await (await fetch(`${base}/charts/outcomes/tencent_im_c2c.svg?hours=1`, { headers: auth() })).text();
+    const delivered = /data-series="delivered"[^>]*points="([^"]+)"/
+      .exec(svg)![1]!
+      .split(' ')
+      .map((p) => Number(p.split(',')[1]));
+    // One minute (or two, across a minute boundary) rises above the axis: the 61 C2C deliveries of this test.
+    expect(delivered.filter((y) => y < 144).length).toBeGreaterThanOrEqual(1);
+    expect(svg).toContain('data-series="failed"');
+    expect(svg).toMatch(/<title>tencent_im_c2c: outcomes per minute<\/title>/);
+    expect((await fetch(`${base}/charts/outcomes/fax.svg`, { headers: auth() })).status).toBe(404);
+    await page.screenshot({ path: join(SCREENSHOT_DIR, 'notices-charts.png'), fullPage: true });
+    // A failed row links to its timeline and to what its code means.
+    await page.locator('#failed a', { hasText: '90012' }).first().waitFor();
+    await expect(page.locator('#failed a', { hasText: '90012' }).first().getAttribute('href')).resolves.toMatch(/\/errors#code-90012$/);
+
     // At a phone's width nothing scrolls sideways.
     const phone = await context.newPage();
     await phone.setViewportSize({ width: 390, height: 844 });
     await phone.goto(`${base}/timeline?user_id=10002`);
     await phone.locator('li.fact').first().waitFor();
+    await expect(phone.evaluate(() => document.documentElement.scrollWidth)).resolves.toBeLessThanOrEqual(390);
+    await phone.goto(`${base}/notices`);
+    await phone.locator('#failed tbody tr').first().waitFor();
     await expect(phone.evaluate(() => document.documentElement.scrollWidth)).resolves.toBeLessThanOrEqual(390);
   });
 

@@ -94,6 +94,8 @@ export interface ChannelModule<Shape extends z.ZodRawShape = z.ZodRawShape> {
   longestSendMs(config: NoticeConfig): number;
   /** The provider's quota in sends per second (shown beside its send rate), or null when it has none. */
   rateLimitPerSecond(config: NoticeConfig): number | null;
+  /** What that quota counts: one notice per unit (C2C), or calls that carry many (push batches); charts draw only the first. */
+  quotaCounts?: 'notices' | 'calls';
   /** Why this config gives the channel no sender (so routed notices would never go), or null. */
   senderProblem(config: NoticeConfig): string | null;
   /** Mistakes in its block that parsing cannot see (keys that must go together), each naming its key. */

@@ -38,6 +38,8 @@ const dashboard = z.strictObject({
   environment: z
     .strictObject({ label: z.string().min(1).default('local'), color: z.string().default('#2e7d32') })
     .default(() => ({ label: 'local', color: '#2e7d32' })),
+  /** How often the charts sample queue depth and the oldest pending age (kept for 6 hours, in memory). */
+  chart_sample_interval: durationMs.default(30_000),
   /** Every queue read-only (bull-board readOnlyMode, enforced server-side) and requeue disabled. */
   read_only: z.boolean().default(false),
   auth: z

@@ -1,6 +1,7 @@
 import { formatKey, type LedgerRow } from './types.ts';
 import type { DeliveryHistory } from './history.ts';
 import { STATUS_TABLE } from './status.ts';
+import { errorLinkAnchor } from '../ops/error-guide.ts';
 
 /**
  * What operators see of a ledger row in lists and searches (snake_case, like the table): never the payload, which
@@ -24,6 +25,7 @@ export function presentRow(row: LedgerRow) {
     next_retry_at_ms: row.nextRetryAtMs,
     last_error_code: row.lastErrorCode,
     last_error: row.lastError,
+    error_anchor: row.lastErrorCode ? errorLinkAnchor(row.lastErrorCode) : null,
     provider_ref: row.providerRef,
     source_row_id: row.sourceRowId,
     source_created_at_ms: row.sourceCreatedAtMs,

@@ -154,3 +154,24 @@ function filterWhere(filter: FailedFilter, where: string[], params: unknown[]): 
   }
   return { where, params };
 }
+
+/**
+ * Final outcomes per channel, status and minute since `sinceMs`: a covering range scan of idx_nde_status_updated
+ * (its entries end with the primary key, channel included), one per status. For the dashboard's charts.
+ */
+export async function outcomesPerMinute(
+  pool: Pool,
+  statuses: readonly DeliveryStatus[],
+  sinceMs: number,
+): Promise<Array<{ channel: string; status: DeliveryStatus; minuteMs: number; count: number }>> {
+  const out: Array<{ channel: string; status: DeliveryStatus; minuteMs: number; count: number }> = [];
+  for (const status of statuses) {
+    const [rows] = await pool.query<RowDataPacket[]>(
+      `SELECT channel, FLOOR(updated_at_ms / 60000) AS m, COUNT(*) AS n FROM notice_delivery_events FORCE INDEX (idx_nde_status_updated)
+        WHERE status = ? AND updated_at_ms >= ? GROUP BY channel, m`,
+      [status, sinceMs],
+    );
+    for (const r of rows) out.push({ channel: String(r.channel), status, minuteMs: Number(r.m) * 60_000, count: Number(r.n) });
+  }
+  return out;
+}

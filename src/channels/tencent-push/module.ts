@@ -15,6 +15,7 @@ export const tencentPushModule: ChannelModule<typeof tencentPushConfigShape> = {
   // A row may wait batch_linger for its call, and the call may take two HTTP timeouts (a re-sign).
   longestSendMs: (config) => config.tencent_push.request_timeout * 2 + config.tencent_push.batch_linger,
   rateLimitPerSecond: (config) => config.tencent_push.rate_limit_per_second || null,
+  quotaCounts: 'calls',
   senderProblem: (config) => {
     if (!config.tencent_im.enabled) return 'tencent_push needs tencent_im (its endpoint, app and admin key): set tencent_im.enabled, or turn tencent_push off';
     // A kind with no template would fail every push; say so at start-up instead.
