@@ -172,7 +172,14 @@ export function deliverJobOptions(key: LedgerKey, maxRetryCount: number): JobsOp
     backoff: { type: 'ledger' },
     removeOnComplete: COMPLETED_RETENTION,
     removeOnFail: FAILED_RETENTION,
+    // A failed attempt's reason is the provider's answer; a stack trace would show the server's paths on the board.
+    stackTraceLimit: 0,
   };
+}
+
+/** A job's name on the board: what it is and for whom, so an operator can find a user's or an event's job. */
+export function deliverJobName(item: { key: LedgerKey; eventType: string; noticeKind: string; userId?: string }): string {
+  return `${item.noticeKind} ${item.eventType}${item.userId ? ` → user ${item.userId}` : ''} · ${item.key.sourceEventId}`.slice(0, 200);
 }
 
 export function createDeliverQueues(connection: Redis, prefix: string, specs: readonly ChannelQueueSpec[]): DeliverQueues {
@@ -189,6 +196,8 @@ export interface EnqueueItem {
   eventType: string;
   noticeKind: string;
   maxRetryCount: number;
+  /** The recipient, for the job's name only (it is not job data). */
+  userId?: string;
 }
 
 /** Adds jobs to their kinds' queues; see addToQueue. */
@@ -213,7 +222,7 @@ export async function addToQueue(queue: Queue<DeliverJobData>, items: readonly E
     const chunk = items.slice(i, i + chunkSize);
     await queue.addBulk(
       chunk.map((item) => ({
-        name: item.eventType,
+        name: deliverJobName(item),
         // Pick the key fields explicitly: callers may pass whole ledger rows, whose payload must not reach Redis.
         data: {
           sourceName: item.key.sourceName,

@@ -51,11 +51,11 @@ start demo --rate "${DEMO_RATE:-5}" --room --activity
 summary() {
   curl -fsS --max-time 2 "http://127.0.0.1:${HTTP_PORT}/metrics" 2>/dev/null | awk '
     /^notice_ingest_events_total\{/ && /result="ingested"/ { ingested += $NF }
-    /^notice_deliveries_total\{/ && /outcome="delivered"/ { delivered += $NF; if ($0 ~ /channel="inbox"/) inbox += $NF; if ($0 ~ /channel="tencent_push"/) push += $NF }
+    /^notice_deliveries_total\{/ && /outcome="delivered"/ { delivered += $NF; if ($0 ~ /channel="tencent_im_c2c"/) c2c += $NF; if ($0 ~ /channel="inbox"/) inbox += $NF; if ($0 ~ /channel="tencent_push"/) push += $NF }
     /^notice_deliveries_total\{/ && /outcome="failed"/ { failed += $NF }
     /^notice_deliveries_total\{/ && /outcome="superseded"/ { superseded += $NF }
     /^notice_ingest_lag_ms\{/ { if ($NF > lag) lag = $NF }
-    END { if (NR > 0) printf "[dev] ingested %d · delivered %d (inbox %d, push %d) · superseded %d · failed %d · ingest lag %d ms\n", ingested, delivered, inbox, push, superseded, failed, lag }'
+    END { if (NR > 0) printf "[dev] facts ingested %d · deliveries %d, one per fact and channel (C2C %d, inbox %d, push %d) · superseded %d · failed %d · ingest lag %d ms\n", ingested, delivered, c2c, inbox, push, superseded, failed, lag }'
 }
 ( while sleep "${DEV_SUMMARY_EVERY:-5}"; do summary || true; done ) & pids+=($!)
 

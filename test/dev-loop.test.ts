@@ -85,7 +85,7 @@ describe('npm run dev', () => {
       'notices delivered by the dev pipeline',
     );
     await waitFor(
-      async () => /\[dev\] ingested \d+ · delivered \d+ \(inbox \d+, push \d+\)/.test(dev.output()),
+      async () => /\[dev\] facts ingested \d+ · deliveries \d+, one per fact and channel \(C2C \d+, inbox \d+, push \d+\)/.test(dev.output()),
       (ok) => ok,
       20_000,
       'a summary line',
@@ -116,12 +116,14 @@ describe('npm run dev', () => {
     );
     expect(processesOf(dev.config).length).toBeGreaterThanOrEqual(4);
     // The inbox API answers on loopback, as the README's first-five-minutes grpcurl dials it.
+    // The demo gives the README's example user an item in its first batch.
     const inbox = new InboxService(`127.0.0.1:${dev.inboxApiPort}`, grpc.credentials.createInsecure());
-    const unread = await new Promise<any>((resolve, reject) =>
-      inbox.GetUnreadCount({ caller: { app_code: 'lalu', user_id: '10001' } }, (err: Error | null, res: any) => (err ? reject(err) : resolve(res))),
-    );
+    const unreadOf10001 = () =>
+      new Promise<any>((resolve, reject) =>
+        inbox.GetUnreadCount({ caller: { app_code: 'lalu', user_id: '10001' } }, (err: Error | null, res: any) => (err ? reject(err) : resolve(res))),
+      );
+    await waitFor(unreadOf10001, (res) => Number(res.unread.count) > 0, 20_000, 'an inbox item for user 10001');
     inbox.close();
-    expect(unread.unread.count).toBeGreaterThanOrEqual(0);
 
     dev.child.kill(signal);
     await new Promise((resolve) => dev.child.once('exit', resolve));

@@ -139,6 +139,14 @@ describe("a user's timeline", () => {
       body: { error: expect.stringContaining('--since must be a duration') },
     });
     await expect(ask('user_id=10001&status=lost')).resolves.toMatchObject({ status: 400 });
+    // bull-board: a job is found by what it is and for whom, and shows no server paths.
+    const board = await (
+      await fetch(`${base}/queues/api/queues?activeQueue=deliver-tencent-im-c2c-wallet_notice&status=failed&page=1&jobsPerPage=10`, { headers: auth() })
+    ).json();
+    const jobs = board.queues.find((q: { name: string }) => q.name === 'deliver-tencent-im-c2c-wallet_notice').jobs;
+    expect(jobs.map((j: { name: string }) => j.name)).toEqual(['wallet_notice WalletBalanceChanged → user 10002 · tx_2:WalletBalanceChanged:10002:COIN']);
+    expect(JSON.stringify(jobs)).not.toContain(process.cwd());
+    expect(jobs[0].stacktrace).toEqual([]);
     const failed = await ask('user_id=10002&status=failed&error_code=90012');
     expect(failed.body.facts).toHaveLength(1);
     expect(failed.body.facts[0].channels[0]).toMatchObject({ status: 'failed', error_code: '90012', error_anchor: 'code-90012' });

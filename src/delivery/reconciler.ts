@@ -170,7 +170,13 @@ export class Reconciler {
     if (requeued.length > 0) {
       await enqueueDeliveries(
         queues,
-        requeued.map((row) => ({ key: row, eventType: row.eventType, noticeKind: row.noticeKind, maxRetryCount: this.deps.maxRetryFor(row.sourceName) })),
+        requeued.map((row) => ({
+          key: row,
+          eventType: row.eventType,
+          noticeKind: row.noticeKind,
+          userId: row.userId,
+          maxRetryCount: this.deps.maxRetryFor(row.sourceName),
+        })),
       );
       const dropped: string[] = [];
       for (const [queue, at] of byQueue(queues, requeued))

@@ -24,6 +24,7 @@ export interface PendingDelivery {
   key: LedgerKey;
   eventType: string;
   noticeKind: string;
+  userId?: string;
 }
 
 /** Hands pending rows to the transport (BullMQ); must throw if they were not durably enqueued. */
@@ -109,7 +110,7 @@ export class FactRecorder {
             lastError: null,
             supersede: mapped.supersede ?? null,
           });
-          if (!parked) pending.push({ key: { ...key, channel }, eventType: mapped.eventType, noticeKind: mapped.noticeKind });
+          if (!parked) pending.push({ key: { ...key, channel }, eventType: mapped.eventType, noticeKind: mapped.noticeKind, userId: mapped.userId });
         }
       }
     }

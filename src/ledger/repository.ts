@@ -171,8 +171,8 @@ export class LedgerRepository {
     nowMs: number,
     pendingGraceMs: number,
     limit: number,
-  ): Promise<Array<LedgerKey & { eventType: string; noticeKind: string; status: string }>> {
-    const columns = 'source_name, app_code, source_event_id, channel, event_type, notice_kind, status';
+  ): Promise<Array<LedgerKey & { eventType: string; noticeKind: string; status: string; userId: string }>> {
+    const columns = 'source_name, app_code, source_event_id, channel, event_type, notice_kind, status, user_id';
     const [rows] = await this.pool.query<RowDataPacket[]>(
       `(SELECT ${columns} FROM ${TABLE} FORCE INDEX (idx_nde_status_updated) WHERE status = 'pending' AND updated_at_ms < ? ORDER BY updated_at_ms LIMIT ?)
        UNION ALL
@@ -189,6 +189,7 @@ export class LedgerRepository {
       eventType: r.event_type,
       noticeKind: r.notice_kind,
       status: r.status,
+      userId: r.user_id,
     }));
   }
 

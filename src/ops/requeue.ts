@@ -36,7 +36,7 @@ export async function requeueFailed(
   }
   await enqueueDeliveries(
     queues,
-    moved.map((row) => ({ key: row, eventType: row.eventType, noticeKind: row.noticeKind, maxRetryCount: maxRetryFor(row.sourceName) })),
+    moved.map((row) => ({ key: row, eventType: row.eventType, noticeKind: row.noticeKind, userId: row.userId, maxRetryCount: maxRetryFor(row.sourceName) })),
   );
   return { requeued: moved, skipped };
 }

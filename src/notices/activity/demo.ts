@@ -3,10 +3,12 @@ import type { Pool } from 'mysql2/promise';
 import { quoteIdentifier } from '../../platform/mysql.ts';
 
 /** Demo traffic only: plays activity-service, committing rewards, finished tasks and system notices to activity_outbox. */
-export async function writeDemoActivityRows(pool: Pool, activityDatabase: string, count: number, nowMs = Date.now()): Promise<number> {
+/** `exampleUser` gets the first row, a system notice (an inbox item), so the README's example user has one at once. */
+export async function writeDemoActivityRows(pool: Pool, activityDatabase: string, count: number, nowMs = Date.now(), exampleUser?: string): Promise<number> {
   const rows = Array.from({ length: count }, (_, i) => {
-    const userId = String(40000 + Math.floor(Math.random() * 100));
-    const kind = (nowMs / 1000 + i) % 3 < 1 ? 'ActivityRewardGranted' : (nowMs / 1000 + i) % 3 < 2 ? 'TaskCompleted' : 'SystemNotice';
+    const userId = i === 0 && exampleUser ? exampleUser : String(40000 + Math.floor(Math.random() * 100));
+    const turn = (nowMs / 1000 + i) % 3;
+    const kind = i === 0 && exampleUser ? 'SystemNotice' : turn < 1 ? 'ActivityRewardGranted' : turn < 2 ? 'TaskCompleted' : 'SystemNotice';
     const payload =
       kind === 'ActivityRewardGranted'
         ? { activity_id: 'act_spring', grant_id: `grant_${randomUUID().slice(0, 8)}`, reward_items: [{ resource_id: 101, name: 'frame', count: 1 }] }

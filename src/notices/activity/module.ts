@@ -32,7 +32,15 @@ export const activityModule: SourceModule<typeof configShape> = {
     share: 0.2,
     async open({ pool, database }) {
       const { writeDemoActivityRows } = await import('./demo.ts');
-      return { write: (count) => writeDemoActivityRows(pool, database, count) };
+      // The README's example user (10001) gets a system notice in the first batch: its inbox has an item at once.
+      let first = true;
+      return {
+        write: (count) => {
+          const written = writeDemoActivityRows(pool, database, count, Date.now(), first ? '10001' : undefined);
+          first = false;
+          return written;
+        },
+      };
     },
   },
 };
