@@ -39,7 +39,7 @@ async function requeueWhileFailing(channel: string, n: number, sends: () => numb
     `${n} failed ${channel} rows`,
   );
   const before = sends();
-  const run = spawnNotice(['requeue', '--status', 'failed', '--channel', channel, '--config', env!.configFile]);
+  const run = spawnNotice(['requeue', '--status', 'failed', '--channel', channel, '--yes', '--output', 'json', '--config', env!.configFile]);
   const code = await Promise.race([run.exited, new Promise((r) => setTimeout(() => r('still running after 60 s'), 60_000))]);
   if (code !== 0) run.child.kill('SIGKILL');
   expect(code).toBe(0);

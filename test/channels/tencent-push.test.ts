@@ -256,7 +256,7 @@ describe('the tencent_push channel against fake-im', () => {
       (await env!.notice.query<any[]>('SELECT channel, status FROM notice_delivery_events ORDER BY channel'))[0].map((r) => `${r.channel}:${r.status}`).join();
     await waitFor(byChannel, (s) => s === 'tencent_im_c2c:delivered,tencent_push:failed', 15_000, 'C2C delivered, push dead-lettered');
 
-    const inspect = spawnNotice(['inspect', 'aev_ops', '--config', env.configFile]);
+    const inspect = spawnNotice(['inspect', 'aev_ops', '--output', 'json', '--config', env.configFile]);
     expect(await inspect.exited).toBe(0);
     const rows = JSON.parse(inspect.output().slice(inspect.output().indexOf('[')));
     expect(rows.map((r: any) => [r.channel, r.status, r.last_error_code, r.job?.state]).sort()).toEqual([
@@ -274,10 +274,10 @@ describe('the tencent_push channel against fake-im', () => {
     expect(await bogus.text()).toContain('channel must be one of tencent_im_c2c, inbox, tencent_push');
 
     env.fakeIm.setPushFaults({});
-    const none = spawnNotice(['requeue', '--status', 'failed', '--channel', 'tencent_im_c2c', '--config', env.configFile]);
+    const none = spawnNotice(['requeue', '--status', 'failed', '--channel', 'tencent_im_c2c', '--yes', '--output', 'json', '--config', env.configFile]);
     expect(await none.exited).toBe(0);
     expect(JSON.parse(none.output().slice(none.output().indexOf('{')))).toMatchObject({ matched: 0, requeued: 0 });
-    const requeue = spawnNotice(['requeue', '--status', 'failed', '--channel', 'tencent_push', '--config', env.configFile]);
+    const requeue = spawnNotice(['requeue', '--status', 'failed', '--channel', 'tencent_push', '--yes', '--output', 'json', '--config', env.configFile]);
     expect(await requeue.exited).toBe(0);
     expect(JSON.parse(requeue.output().slice(requeue.output().indexOf('{')))).toMatchObject({ matched: 1, requeued: 1 });
     await waitFor(byChannel, (s) => s === 'tencent_im_c2c:delivered,tencent_push:delivered', 15_000, 'the push delivered after its requeue');
