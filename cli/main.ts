@@ -259,9 +259,15 @@ program
   .description('operator actions (requeues from the dashboard or this CLI), newest first')
   .addOption(configOption())
   .option('--limit <n>', 'at most this many', '20')
-  .action(async (opts: { config?: string; limit: string }) => {
+  .addOption(outputOption())
+  .action(async (opts: { config?: string; limit: string; output: string }) => {
+    const output = outputFormat(opts.output);
     const { auditCommand } = await import('../src/ops/cli-ops.ts');
-    console.log(JSON.stringify(await auditCommand(loadConfig(opts.config), opts.limit), null, 2));
+    const actions = await auditCommand(loadConfig(opts.config), opts.limit);
+    if (output === 'json') return void console.log(JSON.stringify(actions, null, 2));
+    if (actions.length === 0) return void console.log('no operator actions yet');
+    for (const a of actions)
+      console.log(`${a.at}  ${a.actor} (${a.via})  ${a.action}  matched ${a.matched}, changed ${a.affected}  ${JSON.stringify(a.detail)}`);
   });
 
 const rejects = program.command('rejects').description('MQ messages acked without a ledger row (notice_rejected_messages)');

@@ -54,10 +54,12 @@ export function createDashboardApp(
   serverAdapter.setBasePath(`${base}/queues`);
   const adapters = queues.channelNames.flatMap((channel) =>
     queues.ofChannel(channel).map((queue) => {
-      // Retrying a BullMQ job cannot revive a failed ledger row (its claim would refuse it), so the board's retry is hidden;
-      // operators requeue from the Notices page, which moves the ledger row first.
+      // The board is for looking: every action on a job or a queue goes around the ledger (a retried job cannot revive
+      // a failed row, edited data points at another event, a changed delay or priority reorders Tencent's quota), so
+      // bull-board shows none of them (its readOnlyMode is per queue, all or nothing); operators requeue from the
+      // Notices page or the CLI, which move the ledger row first. The server refuses them too (refusePipelineMutations).
       const adapter = new BullMQAdapter(queue, {
-        readOnlyMode: settings.read_only,
+        readOnlyMode: true,
         allowRetries: false,
         description: `${channelModule(config, channel)?.description ?? channel}; job data is the ledger key only. Requeue failed events from Notices.`,
       });
@@ -79,8 +81,36 @@ export function createDashboardApp(
       uiConfig: {
         boardTitle: 'notice-service',
         environment: { label: settings.environment.label, color: settings.environment.color },
-        miscLinks: [{ text: 'Notices (ledger)', url: `${base}/notices` }],
+        miscLinks: [
+          { text: 'Timeline', url: `${base}/timeline` },
+          { text: 'Notices (ledger)', url: `${base}/notices` },
+        ],
         hideDocsLink: true,
+        // One clock: the board's times in display.time_zone, 24-hour, with the zone named, like every other page.
+        dateFormats: {
+          short: { timeZone: config.display.time_zone, hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23', timeZoneName: 'short' },
+          common: {
+            timeZone: config.display.time_zone,
+            month: 'short',
+            day: '2-digit',
+            hour: '2-digit',
+            minute: '2-digit',
+            second: '2-digit',
+            hourCycle: 'h23',
+            timeZoneName: 'short',
+          },
+          full: {
+            timeZone: config.display.time_zone,
+            year: 'numeric',
+            month: '2-digit',
+            day: '2-digit',
+            hour: '2-digit',
+            minute: '2-digit',
+            second: '2-digit',
+            hourCycle: 'h23',
+            timeZoneName: 'short',
+          },
+        },
       },
     },
   });

@@ -50,6 +50,11 @@ describe('dashboard', () => {
       ['GET', '/admin/api/notices/failed'],
       ['POST', '/admin/api/notices/requeue'],
       ['GET', '/admin/api/notices/summary'],
+      ['GET', '/admin/timeline'],
+      ['GET', '/admin/api/notices/timeline?user_id=10001'],
+      ['GET', '/admin/errors'],
+      ['GET', '/admin/charts/outcomes/tencent_im_c2c.svg'],
+      ['GET', '/admin/charts/queues.svg'],
       ['GET', '/admin/api/notices/audit'],
       ['GET', '/admin/api/rejects'],
       ['GET', '/admin/api/rejects/1'],
@@ -67,6 +72,9 @@ describe('dashboard', () => {
     }
     const ok = await fetch(`${base}/queues/api/queues`, { headers: auth() });
     expect(ok.status).toBe(200);
+    // Even when the dashboard may requeue, bull-board offers no job or queue action (edit, retry, add, clean…): they
+    // all go around the ledger, so the board is for looking.
+    expect((await ok.json()).queues.every((q: { readOnlyMode: boolean }) => q.readOnlyMode)).toBe(true);
   });
 
   it('finds events by event_id and user_id, lists failed rows with their error, requeues one', async () => {
@@ -223,7 +231,7 @@ describe('dashboard', () => {
       expect.objectContaining({ actor: `${userInfo().username}@${hostname()}`, via: 'cli', action: 'requeue_failed', matched: 1, affected: 1 }),
     ]);
     expect(JSON.parse(actions[0].detail)).toMatchObject({ status: 'failed', source: 'wallet_outbox', skipped: 0, state: 'done' });
-    const audit = spawnNotice(['audit', '--limit', '5', '--config', env!.configFile]);
+    const audit = spawnNotice(['audit', '--limit', '5', '--output', 'json', '--config', env!.configFile]);
     expect(await audit.exited).toBe(0);
     expect(JSON.parse(audit.output().slice(audit.output().indexOf('[')))).toEqual([
       expect.objectContaining({ actor: `${userInfo().username}@${hostname()}`, via: 'cli', action: 'requeue_failed', matched: 1, affected: 1 }),

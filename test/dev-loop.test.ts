@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { freePort } from './helpers/ports.ts';
 import { MYSQL_SERVER, REDIS_URL, waitFor } from './helpers/env.ts';
+import { spawnNotice } from './helpers/spawn.ts';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { INBOX_PROTO } from '../src/channels/inbox/api/inbox-service.ts';
@@ -59,7 +60,15 @@ async function startDev() {
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   run = { child, output: () => out, id, config };
-  return { child, output: () => out, config, fakeImPort, dashboardPort, inboxApiPort };
+  const env = {
+    NOTICE_CONFIG: config,
+    NOTICE_MYSQL_URL: `${MYSQL_SERVER}/${id}_notice`,
+    NOTICE_REDIS_URL: REDIS_URL,
+    FAKE_IM_PORT: String(fakeImPort),
+    NOTICE_HTTP_PORT: String(httpPort),
+    NOTICE_INBOX_API_PORT: String(inboxApiPort),
+  };
+  return { child, output: () => out, config, fakeImPort, dashboardPort, inboxApiPort, env };
 }
 
 const listening = async (port: number) =>
@@ -124,6 +133,16 @@ describe('npm run dev', () => {
       );
     await waitFor(unreadOf10001, (res) => Number(res.unread.count) > 0, 20_000, 'an inbox item for user 10001');
     inbox.close();
+    // The README's first-five-minutes commands, as pasted (ports moved by the same variables dev.sh reads).
+    const timeline = await (await fetch(`http://127.0.0.1:${dev.dashboardPort}/admin/api/notices/timeline?user_id=10001`)).json();
+    expect(timeline.facts.length).toBeGreaterThan(0);
+    expect((await fetch(`http://127.0.0.1:${dev.dashboardPort}/admin/timeline?user_id=10001`)).status).toBe(200);
+    const inspect = spawnNotice(['inspect', '--user', '10001', '--since', '1h', '--config', dev.config], dev.env);
+    expect(await inspect.exited).toBe(0);
+    expect(inspect.output()).toMatch(/user 10001/);
+    const check = spawnNotice(['config', 'check', '--config', dev.config], dev.env);
+    expect(await check.exited).toBe(0);
+    expect(check.output()).toContain('inbox API 127.0.0.1:');
 
     dev.child.kill(signal);
     await new Promise((resolve) => dev.child.once('exit', resolve));

@@ -113,6 +113,11 @@ describe("a user's timeline", () => {
     await page.locator('#failed a', { hasText: '90012' }).first().waitFor();
     await expect(page.locator('#failed a', { hasText: '90012' }).first().getAttribute('href')).resolves.toMatch(/\/errors#code-90012$/);
 
+    // bull-board shows its times on the same clock (display.time_zone), the zone named.
+    await page.goto(`${base}/queues/queue/deliver-tencent-im-c2c-wallet_notice?status=failed`);
+    await page.getByText('tx_2:WalletBalanceChanged:10002:COIN').first().waitFor({ timeout: 10_000 });
+    await expect(page.locator('body').textContent()).resolves.toMatch(/GMT\+8/);
+
     // At a phone's width nothing scrolls sideways.
     const phone = await context.newPage();
     await phone.setViewportSize({ width: 390, height: 844 });

@@ -20,6 +20,7 @@ import { timelinePage } from '../ledger/timeline.ts';
 import { presentFact } from '../ledger/present-fact.ts';
 import { DELIVERY_STATUSES } from '../ledger/status.ts';
 import { describeError } from '../platform/errors.ts';
+import { formatTime } from '../platform/clock.ts';
 
 /** A server a command needs is not answering: one line naming it (exit code 3). */
 export class UnreachableError extends Error {}
@@ -237,7 +238,9 @@ export async function auditCommand(config: NoticeConfig, limitText: string) {
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new RoleConfigError(`--limit must be an integer from 1 to 1000, got "${limitText}"`);
   return withResources(config, async ({ pool }) =>
     (await new AuditLog(pool).recent(limit)).map((a) => ({
-      at: new Date(a.atMs).toISOString(),
+      // One clock: display.time_zone, labelled, as on the pages; at_ms for scripts.
+      at: formatTime(a.atMs, config.display.time_zone),
+      at_ms: a.atMs,
       actor: a.actor,
       via: a.via,
       action: a.action,

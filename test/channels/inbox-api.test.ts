@@ -47,7 +47,9 @@ beforeAll(async () => {
   store = new InboxStore(env.notice);
   const pkg = grpc.loadPackageDefinition(await protoLoader.load(INBOX_PROTO, { keepCase: true, longs: String, enums: String, defaults: true })) as any;
   client = new pkg.notice.inbox.v1.InboxService(`127.0.0.1:${apiPort}`, grpc.credentials.createInsecure());
+  address = `127.0.0.1:${apiPort}`;
 });
+let address = '';
 
 afterAll(async () => {
   client?.close();
@@ -56,6 +58,27 @@ afterAll(async () => {
 });
 
 describe('notice.inbox.v1.InboxService over a real gRPC client', () => {
+  it('answers server reflection, so grpcurl needs no proto: it lists the service and describes its file', async () => {
+    const proto = new URL('../../node_modules/@grpc/reflection/build/proto/grpc/reflection/v1/reflection.proto', import.meta.url).pathname;
+    const pkg = grpc.loadPackageDefinition(await protoLoader.load(proto, { keepCase: true, longs: String, defaults: true, oneofs: true })) as any;
+    const reflection = new pkg.grpc.reflection.v1.ServerReflection(address, grpc.credentials.createInsecure());
+    const ask = (request: Record<string, unknown>) =>
+      new Promise<any>((resolve, reject) => {
+        const call = reflection.ServerReflectionInfo();
+        call.on('data', (answer: unknown) => {
+          resolve(answer);
+          call.end();
+        });
+        call.on('error', reject);
+        call.write(request);
+      });
+    const listed = await ask({ list_services: '' });
+    expect(listed.list_services_response.service.map((s: { name: string }) => s.name)).toContain('notice.inbox.v1.InboxService');
+    const described = await ask({ file_containing_symbol: 'notice.inbox.v1.InboxService' });
+    expect(described.file_descriptor_response.file_descriptor_proto.length).toBeGreaterThan(0);
+    reflection.close();
+  });
+
   it('pages newest first without duplicates or skips while new items arrive; counts follow every change; another user sees nothing of it', async () => {
     await add('10001', 45);
     await add('10002', 3, 'room_notice');

@@ -41,6 +41,8 @@ export const inbox = z.strictObject({
   api_query_timeout: durationMs.default(2000),
   /** Concurrent calls per gateway connection (HTTP/2 streams). */
   api_max_concurrent_streams: z.number().int().min(1).max(10_000).default(100),
+  /** gRPC server reflection, so grpcurl needs no proto; the schema is no secret, the listener's guard still applies. */
+  api_reflection: z.boolean().default(true),
 });
 export type InboxConfig = z.infer<typeof inbox>;
 

@@ -113,4 +113,10 @@ export async function addInboxService(server: grpc.Server, store: InboxStore, co
     ]),
   );
   server.addService(pkg.notice.inbox.v1.InboxService.service, unary);
+  if (config.api_reflection) {
+    // Server reflection (grpc.reflection.v1 and v1alpha): grpcurl and other tools list and call the API without the
+    // proto. It describes the schema only — no data — and sits behind the same listener and its mutual TLS.
+    const { ReflectionService } = await import('@grpc/reflection');
+    new ReflectionService(definition).addToServer(server);
+  }
 }
