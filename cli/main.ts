@@ -278,9 +278,16 @@ rejects
   .option('--reason <text>', 'only those whose reason contains this')
   .option('--since <when>', 'only those received since: a duration ("2h") or an ISO time')
   .option('--limit <n>', 'at most this many', '50')
-  .action(async (opts: { config?: string; reason?: string; since?: string; limit: string }) => {
+  .addOption(outputOption())
+  .action(async (opts: { config?: string; reason?: string; since?: string; limit: string; output: string }) => {
+    const output = outputFormat(opts.output);
     const { listRejectsCommand } = await import('../src/ops/cli-ops.ts');
-    console.log(JSON.stringify(await listRejectsCommand(loadConfig(opts.config), opts), null, 2));
+    const listed = await listRejectsCommand(loadConfig(opts.config), opts);
+    if (output === 'json') return void console.log(JSON.stringify(listed, null, 2));
+    if (listed.rows.length === 0) return void console.log('no rejected messages match');
+    for (const r of listed.rows)
+      console.log(`#${r.id}  ${r.received}  ${r.sourceName}  ${r.tag || '-'}  ${r.messageId}  attempt ${r.deliveryAttempt}  ${r.bodyBytes} B  ${r.reason}`);
+    console.log(`\n${listed.rows.length} of ${listed.total}, newest first (bodies: rejects show <id>)`);
   });
 rejects
   .command('show')

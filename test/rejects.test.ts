@@ -119,7 +119,7 @@ describe('rejected MQ messages', () => {
       const out = p.output();
       return { code, json: JSON.parse(out.slice(out.search(/[[{]/))) };
     };
-    expect((await run(['rejects', '--reason', 'JSON'])).json.rows.map((r: { id: number }) => r.id)).toEqual([poison]);
+    expect((await run(['rejects', '--reason', 'JSON', '--output', 'json'])).json.rows.map((r: { id: number }) => r.id)).toEqual([poison]);
     expect((await run(['rejects', 'show', String(poison)])).json.body.text).toBe(HOSTILE);
     const requeued = await run(['rejects', 'requeue', String(fixed), String(poison)]);
     expect(requeued.json).toMatchObject({ requeued: [fixed], still_rejected: [{ id: poison }] });

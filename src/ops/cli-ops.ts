@@ -188,7 +188,11 @@ export async function listRejectsCommand(config: NoticeConfig, options: { reason
   const limit = Number(options.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new RoleConfigError(`--limit must be an integer from 1 to 1000, got "${options.limit}"`);
   const sinceMs = options.since ? parseSince(options.since) : undefined;
-  return withResources(config, async ({ pool }) => await new RejectStore(pool).list({ reason: options.reason, sinceMs, limit, offset: 0 }));
+  return withResources(config, async ({ pool }) => {
+    const listed = await new RejectStore(pool).list({ reason: options.reason, sinceMs, limit, offset: 0 });
+    // One clock: the received time in display.time_zone, labelled, beside the epoch milliseconds.
+    return { ...listed, rows: listed.rows.map((r) => ({ ...r, received: formatTime(r.createdAtMs, config.display.time_zone) })) };
+  });
 }
 
 /** `notice-service rejects show <id>`: null when there is no such message. */
