@@ -20,6 +20,7 @@ import type { DeliveryChannel } from '../src/channels/types.ts';
 import type { DeliveryOutcome, DeliveryPorts } from '../src/delivery/deliver-once.ts';
 import { channelLedger, deliveryLedger } from '../src/delivery/ledger-port.ts';
 import { skipSuperseded } from '../src/delivery/wrappers/skip-superseded.ts';
+import { expireStale } from '../src/delivery/wrappers/expire-stale.ts';
 import { tencentApps } from '../src/config/tencent-apps.ts';
 import { channelRoutes } from '../src/channels/routing.ts';
 import { describeError } from '../src/platform/errors.ts';
@@ -39,7 +40,15 @@ export function channelRegistryProblems(config: NoticeConfig): string[] {
 export class DeliverRole implements Role {
   readonly name = 'deliver';
   readonly workerId = newWorkerId('deliver');
-  readonly outcomes: Record<DeliveryOutcome, number> = { delivered: 0, delivered_unconfirmed: 0, retryable: 0, failed: 0, rate_limited: 0, superseded: 0 };
+  readonly outcomes: Record<DeliveryOutcome, number> = {
+    delivered: 0,
+    delivered_unconfirmed: 0,
+    retryable: 0,
+    failed: 0,
+    rate_limited: 0,
+    superseded: 0,
+    expired: 0,
+  };
   private workers: Array<Worker<DeliverJobData>> = [];
   private channels: DeliveryChannel[] = [];
   private readonly maintenance = new Map<string, NodeJS.Timeout>();
@@ -74,20 +83,27 @@ export class DeliverRole implements Role {
     const routes = channelRoutes(this.config);
     const port = deliveryLedger(hot, ledger, this.workerId);
     for (const module of this.modules) {
-      // Decisions around every channel's send are wrappers: superseding first (no quota spent on an obsolete notice).
-      const channel = skipSuperseded(
-        await module.create({
-          config: this.config,
-          pool: this.pool,
-          redis: this.connection,
-          ledger: channelLedger(ledger),
-          routes,
-          logger: this.logger,
-          metrics: this.metrics,
-        }),
+      // Decisions around every channel's send are wrappers (src/delivery/wrappers/): expiry, then superseding.
+      const channel = expireStale(
+        skipSuperseded(
+          await module.create({
+            config: this.config,
+            pool: this.pool,
+            redis: this.connection,
+            ledger: channelLedger(ledger),
+            routes,
+            logger: this.logger,
+            metrics: this.metrics,
+          }),
+          {
+            skips: (eventType) => this.config.deliver.skip_superseded[eventType] === true,
+            newerVersion: (row) => hot.newerVersion(row),
+          },
+        ),
         {
-          skips: (eventType) => this.config.deliver.skip_superseded[eventType] === true,
-          newerVersion: (row) => hot.newerVersion(row),
+          // Expiry outermost: a notice past its kind's limit costs no supersede lookup and no quota.
+          limitMs: (kind) => this.config.deliver.expire_after[kind] ?? null,
+          keeps: (kind) => module.keepsExpired?.(this.config, kind) ?? false,
         },
       );
       this.channels.push(channel);

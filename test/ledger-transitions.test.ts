@@ -41,6 +41,7 @@ const EXPECTED: Record<LedgerStatement, string[]> = {
     'retryable/others_expired',
   ],
   recordDelivered: ['delivering/ours'],
+  recordExpired: ['delivering/ours'],
   recordRetryable: ['delivering/ours'],
   releaseRateLimited: ['delivering/ours'],
   recordFailed: ['delivering/ours'],
@@ -119,6 +120,7 @@ describe('every conditional ledger statement follows the transitions table', () 
       recordFailed: (key) => repo.recordFailed(key, ME, '90001', 'permanent', nowMs),
       recordUnconfirmed: (key) => repo.recordUnconfirmed(key, ME, 'push:task', 'ETIMEDOUT', 'timeout after the request was sent', nowMs),
       recordSuperseded: (key) => batched.recordSuperseded(key, 'newer-event'),
+      recordExpired: (key) => repo.recordExpired(key, ME, 'too old', nowMs),
       requeueFailed: (key) => repo.requeueFailed([key], nowMs),
       markSending: (key) => repo.markSending([key], ME, 'push-sending:data', nowMs),
     };

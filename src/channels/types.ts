@@ -23,12 +23,16 @@ export type ChannelOutcome =
   | { kind: 'rate_limited'; code: string; message: string; latencyMs: number }
   /** Not sent at all: a newer version of the same notice is sent or on its way. */
   | { kind: 'superseded'; newerEventId: string }
+  /** Not sent at all: older than its kind's expire_after when its turn came. */
+  | { kind: 'expired'; ageMs: number; limitMs: number }
   /** Not sent at all: no send slot within the ledger lock; claim again at `retryAtMs`, unspent. */
   | { kind: 'not_now'; code: string; message: string; retryAtMs: number };
 
 export interface SendContext {
   /** When the claim's ledger lock ends (null: no lock); a send must end before it. */
   lockUntilMs: number | null;
+  /** When the notice stops being worth showing (deliver.expire_after), if its kind has a limit: a provider's offline storage must not outlive it. */
+  expiresAtMs?: number | null;
 }
 
 /**
@@ -92,6 +96,8 @@ export interface ChannelModule<Shape extends z.ZodRawShape = z.ZodRawShape> {
   concurrency(config: NoticeConfig): number;
   /** The longest one send can take: its job lock outlasts it. */
   longestSendMs(config: NoticeConfig): number;
+  /** Whether it still takes a notice of this kind past expire_after (the inbox keeps history); default: no. */
+  keepsExpired?(config: NoticeConfig, kind: string): boolean;
   /** The provider's quota in sends per second (shown beside its send rate), or null when it has none. */
   rateLimitPerSecond(config: NoticeConfig): number | null;
   /** What that quota counts: one notice per unit (C2C), or calls that carry many (push batches); charts draw only the first. */

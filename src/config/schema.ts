@@ -59,6 +59,7 @@ export const SUPERSEDABLE_EVENT_TYPES = ['WalletBalanceChanged'] as const;
 
 const DEFAULT_PRIORITY = { room_notice: 60_000, vip_notice: 20_000, activity_notice: 20_000, wallet_notice: 0 };
 const DEFAULT_SKIP_SUPERSEDED = { WalletBalanceChanged: true };
+const noticeKindKey = z.string().regex(/^[a-z][a-z0-9_]{0,31}$/, 'a notice kind such as "room_notice"');
 
 /**
  * Quota order by notice kind: a notice queues for Tencent's quota as if committed this much earlier, so a kick goes
@@ -127,6 +128,11 @@ const coreShape = {
       max_unfinished_attempts: z.number().int().min(1).max(100).default(3),
       priority,
       skip_superseded: skipSuperseded,
+      /**
+       * Per notice kind, how old (from the fact's commit time) a notice may be when its turn comes; older ones end
+       * `expired`, unsent (the inbox keeps them unless inbox.drop_expired lists the kind). Unlisted kinds never expire.
+       */
+      expire_after: z.record(noticeKindKey, durationMs).default(() => ({})),
     })
     .default(() => ({
       enabled: true,
@@ -137,6 +143,7 @@ const coreShape = {
       max_unfinished_attempts: 3,
       priority: { ...DEFAULT_PRIORITY },
       skip_superseded: { ...DEFAULT_SKIP_SUPERSEDED },
+      expire_after: {},
     })),
   /** Finds ledger rows that should be in flight but have no live job, and re-enqueues them (runs inside deliver). */
   reconciler: z

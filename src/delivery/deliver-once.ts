@@ -13,6 +13,7 @@ export interface DeliveryLedger {
   claim(key: LedgerKey): Promise<ClaimResult>;
   recordDelivered(key: LedgerKey, ref: string): Promise<boolean>;
   recordSuperseded(key: LedgerKey, newerEventId: string): Promise<boolean>;
+  recordExpired(key: LedgerKey, reason: string, nowMs: number): Promise<boolean>;
   recordFailed(key: LedgerKey, code: string, message: string, nowMs: number): Promise<boolean>;
   recordUnconfirmed(key: LedgerKey, ref: string, code: string, message: string, nowMs: number): Promise<boolean>;
   recordRetryable(key: LedgerKey, code: string, message: string, nextRetryAtMs: number, nowMs: number): Promise<boolean>;
@@ -39,7 +40,7 @@ export interface DeliveryPorts {
   now?: () => number;
 }
 
-export type DeliveryOutcome = 'delivered' | 'delivered_unconfirmed' | 'retryable' | 'failed' | 'rate_limited' | 'superseded';
+export type DeliveryOutcome = 'delivered' | 'delivered_unconfirmed' | 'retryable' | 'failed' | 'rate_limited' | 'superseded' | 'expired';
 
 /** What the transport (BullMQ) must do with the job after one delivery attempt. */
 export type DeliveryDecision =
@@ -109,7 +110,7 @@ export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey): Promise
 
   const outcome = await channel.send(row, { lockUntilMs: row.lockUntilMs });
   const at = now();
-  const observe = (result: DeliveryOutcome, sent: Exclude<ChannelOutcome, { kind: 'superseded' | 'not_now' }>) => {
+  const observe = (result: DeliveryOutcome, sent: Exclude<ChannelOutcome, { kind: 'superseded' | 'not_now' | 'expired' }>) => {
     ports.onOutcome?.(result, row);
     const m = ports.metrics;
     if (!m) return;
@@ -138,6 +139,17 @@ export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey): Promise
       ports.metrics?.deliveries.inc({ source: row.sourceName, channel: key.channel, notice_kind: row.noticeKind, outcome: 'superseded', error_code: '' });
       if (ports.logger.isLevelEnabled('debug')) log().debug({ superseded_by: outcome.newerEventId }, 'superseded by a newer version; not sent');
       return { action: 'complete', result: 'superseded' };
+    }
+    case 'expired': {
+      const reason = `${Math.round(outcome.ageMs / 1000)} s old, past ${row.noticeKind}'s expire_after (${Math.round(outcome.limitMs / 1000)} s)`;
+      if (!(await ledger.recordExpired(key, reason, at))) {
+        log().warn('expired, but the ledger lock was taken over meanwhile; the other worker finishes the row');
+        return { action: 'complete', result: 'lock-lost' };
+      }
+      story({ event: 'expired', errorCode: 'EXPIRED', errorMessage: reason });
+      ports.onOutcome?.('expired', row);
+      ports.metrics?.deliveries.inc({ source: row.sourceName, channel: key.channel, notice_kind: row.noticeKind, outcome: 'expired', error_code: '' });
+      return { action: 'complete', result: 'expired' };
     }
     case 'not_now': {
       // Like an over-frequency answer, this gives the claim back and spends no attempt.

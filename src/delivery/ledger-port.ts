@@ -12,6 +12,7 @@ export function deliveryLedger(hot: BatchedLedger, ledger: LedgerRepository, wor
     claim: (key) => hot.claim(key),
     recordDelivered: (key, ref) => hot.recordDelivered(key, ref),
     recordSuperseded: (key, newer) => hot.recordSuperseded(key, newer),
+    recordExpired: (key, reason, at) => ledger.recordExpired(key, workerId, reason, at),
     recordFailed: (key, code, message, at) => ledger.recordFailed(key, workerId, code, message, at),
     recordUnconfirmed: (key, ref, code, message, at) => ledger.recordUnconfirmed(key, workerId, ref, code, message, at),
     recordRetryable: (key, code, message, retryAt, at) => ledger.recordRetryable(key, workerId, code, message, retryAt, at),

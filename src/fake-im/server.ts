@@ -35,6 +35,8 @@ export interface ReceivedMessage {
   duplicate: boolean;
   /** The message's OfflinePushInfo, when it carried one. */
   offlinePush?: Record<string, unknown>;
+  /** MsgLifeTime (seconds Tencent keeps it for an offline user), when given. */
+  msgLifeTime?: number;
 }
 
 /** One accepted `v4/timpush/batch` call. */
@@ -450,6 +452,7 @@ export class FakeImServer {
       receivedAtMs: nowMs,
       duplicate,
       ...(push ? { offlinePush: push } : {}),
+      ...(typeof msg.MsgLifeTime === 'number' ? { msgLifeTime: msg.MsgLifeTime } : {}),
     });
     return { ActionStatus: 'OK', ErrorCode: 0, ErrorInfo: '', MsgTime: Math.floor(nowMs / 1000), MsgKey: msgKey };
   }

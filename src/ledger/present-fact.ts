@@ -16,6 +16,8 @@ export function channelStanding(row: LedgerRow, zone: string, maxRetryCount?: nu
         return `sent ${formatTime(row.deliveredAtMs ?? row.updatedAtMs, zone)}, answer lost (${code ?? 'no code'}); not resent`;
       case 'superseded':
         return `not sent: superseded by ${row.supersededBy ?? 'a newer version'}`;
+      case 'expired':
+        return `not sent: expired (${row.lastError ?? "older than its kind's expire_after"})`;
       case 'pending':
         return 'waiting for its first send';
       case 'delivering':

@@ -151,6 +151,18 @@ export class LedgerRepository {
     );
   }
 
+  /** Finished without a send: the notice was older than its kind's expire_after when its turn came. */
+  async recordExpired(key: LedgerKey, workerId: string, reason: string, nowMs: number): Promise<boolean> {
+    return this.finishAttempt(
+      'recordExpired',
+      key,
+      workerId,
+      nowMs,
+      `status = 'expired', next_retry_at_ms = NULL, last_error_code = 'EXPIRED', last_error = ?`,
+      [reason.slice(0, 1024)],
+    );
+  }
+
   async releaseRateLimited(key: LedgerKey, workerId: string, code: string, message: string, nextRetryAtMs: number, nowMs: number): Promise<boolean> {
     return this.finishAttempt(
       'releaseRateLimited',

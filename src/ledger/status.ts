@@ -29,6 +29,13 @@ export const STATUS_TABLE = {
     carriesNewerVersion: false,
     alarming: false,
   },
+  expired: {
+    meaning: "not sent: older than its kind's deliver.expire_after when its turn came",
+    final: true,
+    retention: 'delivered',
+    carriesNewerVersion: false,
+    alarming: false,
+  },
 } as const satisfies Record<
   string,
   { meaning: string; final: boolean; retention: 'delivered' | 'failed' | null; carriesNewerVersion: boolean; alarming: boolean }

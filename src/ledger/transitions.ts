@@ -9,15 +9,17 @@ import { DELIVERY_STATUSES, STATUS_TABLE, type DeliveryStatus } from './status.t
  *   delivering (lock expired) ─claim─▶ delivering              └──▶ failed (permanent, or retries exhausted)
  *   failed ──operator requeue──▶ pending           └──▶ superseded (a newer version was already in the ledger; no send)
  *                                                  └──▶ delivered_unconfirmed (may have arrived; not resent by policy)
+ *                                                  └──▶ expired (older than its kind's expire_after; not sent)
  */
 export const TRANSITIONS: Readonly<Record<DeliveryStatus, readonly DeliveryStatus[]>> = {
   pending: ['delivering'],
   retryable: ['delivering'],
-  delivering: ['delivering', 'delivered', 'delivered_unconfirmed', 'retryable', 'failed', 'superseded'],
+  delivering: ['delivering', 'delivered', 'delivered_unconfirmed', 'retryable', 'failed', 'superseded', 'expired'],
   delivered: [],
   delivered_unconfirmed: [],
   failed: ['pending'],
   superseded: [],
+  expired: [],
 };
 
 export function canTransition(from: DeliveryStatus, to: DeliveryStatus): boolean {
@@ -60,6 +62,7 @@ export const STATEMENTS = {
   recordFailed: { to: 'failed', lock: 'ours' },
   recordUnconfirmed: { to: 'delivered_unconfirmed', lock: 'ours' },
   recordSuperseded: { to: 'superseded', lock: 'ours' },
+  recordExpired: { to: 'expired', lock: 'ours' },
   requeueFailed: { to: 'pending', lock: 'ours' },
   // A channel notes, under its own lock, that a request which cannot be safely repeated is about to go out.
   markSending: { to: 'delivering', from: ['delivering'], lock: 'ours' },

@@ -38,7 +38,8 @@ export class TencentImClient implements TencentImSender {
   }
 
   async sendC2C(notice: C2CNotice): Promise<SendOutcome> {
-    const body = JSON.stringify(buildSendMsgBody(notice, Math.min(604800, Math.floor(this.options.msgLifeTimeMs / 1000))));
+    const lifeTimeMs = Math.min(this.options.msgLifeTimeMs, notice.lifeTimeMs ?? Infinity);
+    const body = JSON.stringify(buildSendMsgBody(notice, Math.min(604800, Math.max(1, Math.floor(lifeTimeMs / 1000)))));
     const answer = await this.rest.call('v4/openim/sendmsg', body);
     if (answer.kind === 'ok') return { kind: 'delivered', msgKey: String(answer.body.MsgKey ?? ''), latencyMs: answer.latencyMs };
     return { kind: answer.kind, code: answer.code, message: answer.message, latencyMs: answer.latencyMs };

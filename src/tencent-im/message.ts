@@ -14,6 +14,8 @@ export interface C2CNotice {
   dedupSeed: string;
   /** The phone notification Tencent sends when the user is offline (PushFlag 1: none). */
   offlinePush?: OfflinePushInfo;
+  /** How long Tencent may keep it for an offline user, when shorter than tencent_im.msg_lifetime (the notice's remaining life). */
+  lifeTimeMs?: number;
 }
 
 export function messageBytes(data: string, ext: string): number {

@@ -38,13 +38,19 @@ function memoryLedger(row: Partial<LedgerRow> = {}) {
   const held = () => state.status === 'delivering';
   const ledger: DeliveryLedger = {
     async claim() {
-      if (['delivered', 'delivered_unconfirmed', 'failed', 'superseded'].includes(state.status) || held()) return { claimed: false, row: { ...state } };
+      if (['delivered', 'delivered_unconfirmed', 'failed', 'superseded', 'expired'].includes(state.status) || held())
+        return { claimed: false, row: { ...state } };
       Object.assign(state, { status: 'delivering', claimCount: state.claimCount + 1, lockUntilMs: Date.now() + 30_000 });
       return { claimed: true, row: { ...state } };
     },
     async recordDelivered(_k, ref) {
       if (!held()) return false;
       Object.assign(state, { status: 'delivered', providerRef: ref, attemptCount: state.attemptCount + 1 });
+      return true;
+    },
+    async recordExpired() {
+      if (!held()) return false;
+      Object.assign(state, { status: 'expired', lastErrorCode: 'EXPIRED' });
       return true;
     },
     async recordSuperseded(_k, by) {

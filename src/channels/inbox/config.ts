@@ -11,6 +11,8 @@ export const inbox = z.strictObject({
   kinds: kindList.default(() => [...DEFAULT_INBOX_KINDS]),
   /** How long an item is kept, per notice kind; `default` for kinds not listed. 0 keeps it until the cap pushes it out. */
   retention: z.record(z.string(), durationMs).default(() => ({ default: 90 * 24 * 3600 * 1000 })),
+  /** Kinds whose notices past deliver.expire_after are not put in the inbox either (by default it keeps them: history). */
+  drop_expired: kindList.default(() => []),
   /** The newest this many items of a user are kept; older ones are swept. */
   max_items_per_user: z.number().int().min(1).max(100_000).default(1000),
   /** How often the sweeper runs (retention, then the cap of users written since its last run). */

@@ -15,6 +15,7 @@ export const inboxModule: ChannelModule<typeof inboxConfigShape> = {
   // One batched INSERT; MySQL's own timeouts bound it well under the default job lock.
   longestSendMs: () => 10_000,
   rateLimitPerSecond: () => null,
+  keepsExpired: (config, kind) => !config.inbox.drop_expired.includes(kind) && !config.inbox.drop_expired.includes('*'),
   senderProblem: () => null,
   configProblems: (config) => {
     // The inbox API answers with people's notices: beyond loopback only to an authenticated gateway, with real page tokens.

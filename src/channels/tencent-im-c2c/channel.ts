@@ -54,6 +54,8 @@ export function tencentImC2CChannel(deps: TencentImC2CDeps): DeliveryChannel {
         data: row.payload ?? '',
         dedupSeed: formatKey(row),
         offlinePush: deps.offlinePush?.(row),
+        // Tencent keeps it for an offline user no longer than the notice is worth (deliver.expire_after).
+        ...(ctx.expiresAtMs ? { lifeTimeMs: Math.max(1000, ctx.expiresAtMs - now()) } : {}),
       });
       return sent.kind === 'delivered' ? { kind: 'delivered', ref: sent.msgKey, latencyMs: sent.latencyMs } : sent;
     },
