@@ -21,6 +21,8 @@ import type { DeliveryOutcome, DeliveryPorts } from '../src/delivery/deliver-onc
 import { channelLedger, deliveryLedger } from '../src/delivery/ledger-port.ts';
 import { skipSuperseded } from '../src/delivery/wrappers/skip-superseded.ts';
 import { expireStale } from '../src/delivery/wrappers/expire-stale.ts';
+import { respectPreferences } from '../src/delivery/wrappers/respect-preferences.ts';
+import { PreferenceStore } from '../src/preferences/store.ts';
 import { tencentApps } from '../src/config/tencent-apps.ts';
 import { channelRoutes } from '../src/channels/routing.ts';
 import { describeError } from '../src/platform/errors.ts';
@@ -47,6 +49,7 @@ export class DeliverRole implements Role {
     failed: 0,
     rate_limited: 0,
     superseded: 0,
+    suppressed: 0,
     expired: 0,
   };
   private workers: Array<Worker<DeliverJobData>> = [];
@@ -82,30 +85,33 @@ export class DeliverRole implements Role {
     const apps = tencentApps(this.config);
     const routes = channelRoutes(this.config);
     const port = deliveryLedger(hot, ledger, this.workerId);
+    // One store for every channel, so a claim batch's preference look-ups are one statement.
+    const preferences = new PreferenceStore(this.pool);
     for (const module of this.modules) {
-      // Decisions around every channel's send are wrappers (src/delivery/wrappers/): expiry, then superseding.
-      const channel = expireStale(
-        skipSuperseded(
-          await module.create({
-            config: this.config,
-            pool: this.pool,
-            redis: this.connection,
-            ledger: channelLedger(ledger),
-            routes,
-            logger: this.logger,
-            metrics: this.metrics,
-          }),
-          {
-            skips: (eventType) => this.config.deliver.skip_superseded[eventType] === true,
-            newerVersion: (row) => hot.newerVersion(row),
-          },
-        ),
-        {
-          // Expiry outermost: a notice past its kind's limit costs no supersede lookup and no quota.
-          limitMs: (kind) => this.config.deliver.expire_after[kind] ?? null,
-          keeps: (kind) => module.keepsExpired?.(this.config, kind) ?? false,
-        },
-      );
+      const sender = await module.create({
+        config: this.config,
+        pool: this.pool,
+        redis: this.connection,
+        ledger: channelLedger(ledger),
+        routes,
+        logger: this.logger,
+        metrics: this.metrics,
+      });
+      // Decisions around every channel's send are wrappers (src/delivery/wrappers/), outermost first: expiry, the
+      // user's preferences, superseding; each finishes a row unsent with its own status and spends no quota.
+      const newest = skipSuperseded(sender, {
+        skips: (eventType) => this.config.deliver.skip_superseded[eventType] === true,
+        newerVersion: (row) => hot.newerVersion(row),
+      });
+      const chosen = respectPreferences(newest, {
+        mandatory: (kind) => !this.config.preferences.enabled || this.config.preferences.mandatory_kinds.includes(kind),
+        isOff: (key) => preferences.isOff(key),
+        silencedBy: module.silencedBy,
+      });
+      const channel = expireStale(chosen, {
+        limitMs: (kind) => this.config.deliver.expire_after[kind] ?? null,
+        keeps: (kind) => module.keepsExpired?.(this.config, kind) ?? false,
+      });
       this.channels.push(channel);
       ports.set(module.name, {
         ledger: port,

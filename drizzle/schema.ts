@@ -213,3 +213,20 @@ export const noticeInboxItems = mysqlTable(
     index('idx_nii_expire').on(t.expireAtMs),
   ],
 );
+
+/**
+ * A user's choice per notice kind and channel (PreferencesService). No row = enabled: only opt-outs (and the opt-ins
+ * that undo them) are stored, so 100k users with a few choices each are a few hundred thousand small rows.
+ */
+export const noticePreferences = mysqlTable(
+  'notice_preferences',
+  {
+    appCode: varchar('app_code', { length: 32 }).notNull(),
+    userId: varbinary('user_id', { length: 256 }).notNull(),
+    noticeKind: varchar('notice_kind', { length: 32 }).notNull(),
+    channel: varchar('channel', { length: 32 }).notNull(),
+    enabled: tinyint('enabled').notNull(),
+    updatedAtMs: bigint('updated_at_ms', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ name: 'pk_notice_preferences', columns: [t.appCode, t.userId, t.noticeKind, t.channel] })],
+);

@@ -42,6 +42,7 @@ const EXPECTED: Record<LedgerStatement, string[]> = {
   ],
   recordDelivered: ['delivering/ours'],
   recordExpired: ['delivering/ours'],
+  recordSuppressed: ['delivering/ours'],
   recordRetryable: ['delivering/ours'],
   releaseRateLimited: ['delivering/ours'],
   recordFailed: ['delivering/ours'],
@@ -121,6 +122,7 @@ describe('every conditional ledger statement follows the transitions table', () 
       recordUnconfirmed: (key) => repo.recordUnconfirmed(key, ME, 'push:task', 'ETIMEDOUT', 'timeout after the request was sent', nowMs),
       recordSuperseded: (key) => batched.recordSuperseded(key, 'newer-event'),
       recordExpired: (key) => repo.recordExpired(key, ME, 'too old', nowMs),
+      recordSuppressed: (key) => repo.recordSuppressed(key, ME, 'preference', 'turned off', nowMs),
       requeueFailed: (key) => repo.requeueFailed([key], nowMs),
       markSending: (key) => repo.markSending([key], ME, 'push-sending:data', nowMs),
     };

@@ -23,6 +23,8 @@ export type ChannelOutcome =
   | { kind: 'rate_limited'; code: string; message: string; latencyMs: number }
   /** Not sent at all: a newer version of the same notice is sent or on its way. */
   | { kind: 'superseded'; newerEventId: string }
+  /** Not sent at all, by the user's choice: their preference, or the push cap. */
+  | { kind: 'suppressed'; reason: 'preference' | 'frequency_cap'; detail: string }
   /** Not sent at all: older than its kind's expire_after when its turn came. */
   | { kind: 'expired'; ageMs: number; limitMs: number }
   /** Not sent at all: no send slot within the ledger lock; claim again at `retryAtMs`, unspent. */
@@ -33,6 +35,8 @@ export interface SendContext {
   lockUntilMs: number | null;
   /** When the notice stops being worth showing (deliver.expire_after), if its kind has a limit: a provider's offline storage must not outlive it. */
   expiresAtMs?: number | null;
+  /** The user turned this kind's phone push off: a message must not make the phone buzz either (C2C: PushFlag 1). */
+  silencePush?: boolean;
 }
 
 /**
@@ -96,6 +100,8 @@ export interface ChannelModule<Shape extends z.ZodRawShape = z.ZodRawShape> {
   concurrency(config: NoticeConfig): number;
   /** The longest one send can take: its job lock outlasts it. */
   longestSendMs(config: NoticeConfig): number;
+  /** A channel whose opt-out also silences this channel's own phone notification (push, for C2C's OfflinePushInfo). */
+  silencedBy?: string;
   /** Whether it still takes a notice of this kind past expire_after (the inbox keeps history); default: no. */
   keepsExpired?(config: NoticeConfig, kind: string): boolean;
   /** The provider's quota in sends per second (shown beside its send rate), or null when it has none. */

@@ -174,6 +174,14 @@ const coreShape = {
     .strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') })
     .default(() => ({ level: 'info' as const })),
   shutdown_timeout: durationMs.default(10_000),
+  /** Per-user choices (PreferencesService on the inbox API's listener), enforced when a row's turn comes. */
+  preferences: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      /** Kinds a user cannot turn off (kicks are not optional): Update answers FAILED_PRECONDITION, and they always go. */
+      mandatory_kinds: z.array(noticeKindKey).default(() => ['room_notice']),
+    })
+    .default(() => ({ enabled: true, mandatory_kinds: ['room_notice'] })),
   /** How operators see times: every page, the CLI and the audit use this IANA zone, labelled (one clock). */
   display: z
     .strictObject({ time_zone: z.string().refine(isTimeZone, 'an IANA time zone such as "UTC" or "Asia/Shanghai"').default('UTC') })

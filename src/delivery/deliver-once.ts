@@ -14,6 +14,7 @@ export interface DeliveryLedger {
   recordDelivered(key: LedgerKey, ref: string): Promise<boolean>;
   recordSuperseded(key: LedgerKey, newerEventId: string): Promise<boolean>;
   recordExpired(key: LedgerKey, reason: string, nowMs: number): Promise<boolean>;
+  recordSuppressed(key: LedgerKey, reason: string, detail: string, nowMs: number): Promise<boolean>;
   recordFailed(key: LedgerKey, code: string, message: string, nowMs: number): Promise<boolean>;
   recordUnconfirmed(key: LedgerKey, ref: string, code: string, message: string, nowMs: number): Promise<boolean>;
   recordRetryable(key: LedgerKey, code: string, message: string, nextRetryAtMs: number, nowMs: number): Promise<boolean>;
@@ -40,7 +41,7 @@ export interface DeliveryPorts {
   now?: () => number;
 }
 
-export type DeliveryOutcome = 'delivered' | 'delivered_unconfirmed' | 'retryable' | 'failed' | 'rate_limited' | 'superseded' | 'expired';
+export type DeliveryOutcome = 'delivered' | 'delivered_unconfirmed' | 'retryable' | 'failed' | 'rate_limited' | 'superseded' | 'suppressed' | 'expired';
 
 /** What the transport (BullMQ) must do with the job after one delivery attempt. */
 export type DeliveryDecision =
@@ -110,7 +111,7 @@ export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey): Promise
 
   const outcome = await channel.send(row, { lockUntilMs: row.lockUntilMs });
   const at = now();
-  const observe = (result: DeliveryOutcome, sent: Exclude<ChannelOutcome, { kind: 'superseded' | 'not_now' | 'expired' }>) => {
+  const observe = (result: DeliveryOutcome, sent: Exclude<ChannelOutcome, { kind: 'superseded' | 'not_now' | 'expired' | 'suppressed' }>) => {
     ports.onOutcome?.(result, row);
     const m = ports.metrics;
     if (!m) return;
@@ -139,6 +140,22 @@ export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey): Promise
       ports.metrics?.deliveries.inc({ source: row.sourceName, channel: key.channel, notice_kind: row.noticeKind, outcome: 'superseded', error_code: '' });
       if (ports.logger.isLevelEnabled('debug')) log().debug({ superseded_by: outcome.newerEventId }, 'superseded by a newer version; not sent');
       return { action: 'complete', result: 'superseded' };
+    }
+    case 'suppressed': {
+      if (!(await ledger.recordSuppressed(key, outcome.reason, outcome.detail, at))) {
+        log().warn('suppressed, but the ledger lock was taken over meanwhile; the other worker finishes the row');
+        return { action: 'complete', result: 'lock-lost' };
+      }
+      story({ event: 'suppressed', errorCode: outcome.reason.toUpperCase(), errorMessage: outcome.detail });
+      ports.onOutcome?.('suppressed', row);
+      ports.metrics?.deliveries.inc({
+        source: row.sourceName,
+        channel: key.channel,
+        notice_kind: row.noticeKind,
+        outcome: 'suppressed',
+        error_code: outcome.reason.toUpperCase(),
+      });
+      return { action: 'complete', result: 'suppressed' };
     }
     case 'expired': {
       const reason = `${Math.round(outcome.ageMs / 1000)} s old, past ${row.noticeKind}'s expire_after (${Math.round(outcome.limitMs / 1000)} s)`;

@@ -1,6 +1,6 @@
 import type { LedgerRepository } from '../ledger/repository.ts';
 import type { BatchedLedger } from '../ledger/batched-ledger.ts';
-import { formatKey, type LedgerRow } from '../ledger/types.ts';
+import { formatKey, type LedgerKey, type LedgerRow } from '../ledger/types.ts';
 import type { DeliveryLedger } from './deliver-once.ts';
 
 /**
@@ -13,6 +13,7 @@ export function deliveryLedger(hot: BatchedLedger, ledger: LedgerRepository, wor
     recordDelivered: (key, ref) => hot.recordDelivered(key, ref),
     recordSuperseded: (key, newer) => hot.recordSuperseded(key, newer),
     recordExpired: (key, reason, at) => ledger.recordExpired(key, workerId, reason, at),
+    recordSuppressed: (key, reason, detail, at) => ledger.recordSuppressed(key, workerId, reason, detail, at),
     recordFailed: (key, code, message, at) => ledger.recordFailed(key, workerId, code, message, at),
     recordUnconfirmed: (key, ref, code, message, at) => ledger.recordUnconfirmed(key, workerId, ref, code, message, at),
     recordRetryable: (key, code, message, retryAt, at) => ledger.recordRetryable(key, workerId, code, message, retryAt, at),
@@ -28,6 +29,8 @@ export interface ChannelLedger {
    * was taken over meanwhile is not).
    */
   markAttemptStarted(rows: readonly LedgerRow[], ref: string): Promise<LedgerRow[]>;
+  /** A user's recent sends on a channel (for a per-user cap whose Redis window was lost). */
+  recentSends(appCode: string, userId: string, channel: string, sinceMs: number): Promise<Array<LedgerKey & { atMs: number }>>;
 }
 
 export function channelLedger(ledger: LedgerRepository): ChannelLedger {
@@ -37,5 +40,6 @@ export function channelLedger(ledger: LedgerRepository): ChannelLedger {
       const marked = new Set((await ledger.markSending(rows, rows[0]?.lockedBy ?? '', ref, Date.now())).map(formatKey));
       return rows.filter((r) => marked.has(formatKey(r)));
     },
+    recentSends: (appCode, userId, channel, sinceMs) => ledger.recentSends(appCode, userId, channel, sinceMs),
   };
 }

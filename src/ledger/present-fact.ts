@@ -16,6 +16,8 @@ export function channelStanding(row: LedgerRow, zone: string, maxRetryCount?: nu
         return `sent ${formatTime(row.deliveredAtMs ?? row.updatedAtMs, zone)}, answer lost (${code ?? 'no code'}); not resent`;
       case 'superseded':
         return `not sent: superseded by ${row.supersededBy ?? 'a newer version'}`;
+      case 'suppressed':
+        return `not sent: ${row.lastErrorCode === 'FREQUENCY_CAP' ? 'over the per-user push cap' : "the user's preference"} (${row.lastError ?? ''})`;
       case 'expired':
         return `not sent: expired (${row.lastError ?? "older than its kind's expire_after"})`;
       case 'pending':

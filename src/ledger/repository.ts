@@ -163,6 +163,35 @@ export class LedgerRepository {
     );
   }
 
+  /**
+   * A user's sends on a channel since `sinceMs` — delivered, unconfirmed, or marked as going out (`markSending`) —
+   * for a cap whose Redis window was lost: over idx_nde_user, rows created up to a day before the window (a send can
+   * come well after its row). A claimed row not yet marked has not been counted by anyone and is not counted here.
+   */
+  async recentSends(appCode: string, userId: string, channel: string, sinceMs: number): Promise<Array<LedgerKey & { atMs: number }>> {
+    const [rows] = await this.pool.query<RowDataPacket[]>(
+      `SELECT source_name, app_code, source_event_id, channel, updated_at_ms FROM ${TABLE}
+        WHERE user_id = ? AND created_at_ms >= ? AND app_code = ? AND channel = ? AND updated_at_ms >= ?
+          AND (status IN ('delivered', 'delivered_unconfirmed') OR (status = 'delivering' AND provider_ref IS NOT NULL))`,
+      [userId, sinceMs - 86_400_000, appCode, channel, sinceMs],
+    );
+    return rows.map((r) => ({
+      sourceName: r.source_name,
+      appCode: r.app_code,
+      sourceEventId: r.source_event_id,
+      channel: r.channel,
+      atMs: Number(r.updated_at_ms),
+    }));
+  }
+
+  /** Finished without a send by a user's choice: `reason` is preference or frequency_cap (kept as the code). */
+  async recordSuppressed(key: LedgerKey, workerId: string, reason: string, detail: string, nowMs: number): Promise<boolean> {
+    return this.finishAttempt('recordSuppressed', key, workerId, nowMs, `status = 'suppressed', next_retry_at_ms = NULL, last_error_code = ?, last_error = ?`, [
+      reason.toUpperCase().slice(0, 32),
+      detail.slice(0, 1024),
+    ]);
+  }
+
   async releaseRateLimited(key: LedgerKey, workerId: string, code: string, message: string, nextRetryAtMs: number, nowMs: number): Promise<boolean> {
     return this.finishAttempt(
       'releaseRateLimited',

@@ -29,6 +29,13 @@ export const STATUS_TABLE = {
     carriesNewerVersion: false,
     alarming: false,
   },
+  suppressed: {
+    meaning: 'not sent: the user turned this kind off on this channel (preference), or over the push cap (frequency_cap)',
+    final: true,
+    retention: 'delivered',
+    carriesNewerVersion: false,
+    alarming: false,
+  },
   expired: {
     meaning: "not sent: older than its kind's deliver.expire_after when its turn came",
     final: true,

@@ -10,15 +10,17 @@ import { DELIVERY_STATUSES, STATUS_TABLE, type DeliveryStatus } from './status.t
  *   failed ──operator requeue──▶ pending           └──▶ superseded (a newer version was already in the ledger; no send)
  *                                                  └──▶ delivered_unconfirmed (may have arrived; not resent by policy)
  *                                                  └──▶ expired (older than its kind's expire_after; not sent)
+ *                                                  └──▶ suppressed (the user's preference, or the push cap; not sent)
  */
 export const TRANSITIONS: Readonly<Record<DeliveryStatus, readonly DeliveryStatus[]>> = {
   pending: ['delivering'],
   retryable: ['delivering'],
-  delivering: ['delivering', 'delivered', 'delivered_unconfirmed', 'retryable', 'failed', 'superseded', 'expired'],
+  delivering: ['delivering', 'delivered', 'delivered_unconfirmed', 'retryable', 'failed', 'superseded', 'suppressed', 'expired'],
   delivered: [],
   delivered_unconfirmed: [],
   failed: ['pending'],
   superseded: [],
+  suppressed: [],
   expired: [],
 };
 
@@ -63,6 +65,7 @@ export const STATEMENTS = {
   recordUnconfirmed: { to: 'delivered_unconfirmed', lock: 'ours' },
   recordSuperseded: { to: 'superseded', lock: 'ours' },
   recordExpired: { to: 'expired', lock: 'ours' },
+  recordSuppressed: { to: 'suppressed', lock: 'ours' },
   requeueFailed: { to: 'pending', lock: 'ours' },
   // A channel notes, under its own lock, that a request which cannot be safely repeated is about to go out.
   markSending: { to: 'delivering', from: ['delivering'], lock: 'ours' },

@@ -112,6 +112,24 @@ export const ERROR_GUIDE: readonly ErrorGuideEntry[] = [
     action: 'Normal under a backlog; it is claimed again. Many of them with a low rate mean lock_ttl is short for the queue.',
   },
   {
+    codes: ['EXPIRED'],
+    title: "the notice was older than its kind's deliver.expire_after when its turn came",
+    retried: false,
+    action: 'Nothing to do: a stale notice is worth less than none. Raise deliver.expire_after for the kind if it should live longer.',
+  },
+  {
+    codes: ['PREFERENCE'],
+    title: 'the user turned this kind off on this channel',
+    retried: false,
+    action: 'Nothing to do: the user chose it (PreferencesService). Mandatory kinds (preferences.mandatory_kinds) are never suppressed.',
+  },
+  {
+    codes: ['FREQUENCY_CAP'],
+    title: "over the user's push cap (tencent_push.frequency_cap)",
+    retried: false,
+    action: 'Nothing to do: the notice still reached the inbox and C2C; only the phone push was held back.',
+  },
+  {
     codes: ['SEND_INTERRUPTED'],
     title: 'a push that may have reached the phone was interrupted (recorded delivered_unconfirmed)',
     retried: false,

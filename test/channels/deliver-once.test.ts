@@ -38,7 +38,7 @@ function memoryLedger(row: Partial<LedgerRow> = {}) {
   const held = () => state.status === 'delivering';
   const ledger: DeliveryLedger = {
     async claim() {
-      if (['delivered', 'delivered_unconfirmed', 'failed', 'superseded', 'expired'].includes(state.status) || held())
+      if (['delivered', 'delivered_unconfirmed', 'failed', 'superseded', 'expired', 'suppressed'].includes(state.status) || held())
         return { claimed: false, row: { ...state } };
       Object.assign(state, { status: 'delivering', claimCount: state.claimCount + 1, lockUntilMs: Date.now() + 30_000 });
       return { claimed: true, row: { ...state } };
@@ -46,6 +46,11 @@ function memoryLedger(row: Partial<LedgerRow> = {}) {
     async recordDelivered(_k, ref) {
       if (!held()) return false;
       Object.assign(state, { status: 'delivered', providerRef: ref, attemptCount: state.attemptCount + 1 });
+      return true;
+    },
+    async recordSuppressed() {
+      if (!held()) return false;
+      Object.assign(state, { status: 'suppressed' });
       return true;
     },
     async recordExpired() {

@@ -40,7 +40,13 @@ export const inboxModule: ChannelModule<typeof inboxConfigShape> = {
       name: 'inbox-api',
       description: 'the inbox gRPC API for the gateway (inbox.api_host:api_port, mutual TLS beyond loopback)',
       enabled: (config) => config.inbox.api_enabled,
-      create: async (config, logger) => new (await import('./api/server.ts')).InboxApiServer(config.mysql.url, config.inbox, logger),
+      create: async (config, logger) =>
+        new (await import('./api/server.ts')).InboxApiServer(
+          config.mysql.url,
+          config.inbox,
+          logger,
+          config.preferences.enabled ? (await import('../../preferences/api.ts')).preferenceGrid(config) : undefined,
+        ),
     },
   ],
   async listeners(config) {

@@ -53,7 +53,8 @@ export function tencentImC2CChannel(deps: TencentImC2CDeps): DeliveryChannel {
         ext: row.noticeKind,
         data: row.payload ?? '',
         dedupSeed: formatKey(row),
-        offlinePush: deps.offlinePush?.(row),
+        // The user turned this kind's phone push off: the message must not buzz the phone either.
+        offlinePush: ctx.silencePush ? { PushFlag: 1 } : deps.offlinePush?.(row),
         // Tencent keeps it for an offline user no longer than the notice is worth (deliver.expire_after).
         ...(ctx.expiresAtMs ? { lifeTimeMs: Math.max(1000, ctx.expiresAtMs - now()) } : {}),
       });

@@ -1,4 +1,4 @@
-import { CHANNEL_TENCENT_IM_C2C } from '../../ledger/types.ts';
+import { CHANNEL_TENCENT_IM_C2C, CHANNEL_TENCENT_PUSH } from '../../ledger/types.ts';
 import { prioritisedKinds } from '../../config/primitives.ts';
 import { tencentImConfigShape } from '../../tencent-im/config.ts';
 import { appsProblems } from '../../config/tencent-apps.ts';
@@ -16,6 +16,8 @@ export const tencentImC2cModule: ChannelModule<typeof tencentImConfigShape> = {
   // A send can take two HTTP timeouts (a re-sign makes it two requests).
   longestSendMs: (config) => config.tencent_im.request_timeout * 2,
   rateLimitPerSecond: (config) => config.tencent_im.rate_limit_per_second || null,
+  // A user who turned a kind's phone pushes off gets its C2C message without Tencent's offline push either.
+  silencedBy: CHANNEL_TENCENT_PUSH,
   senderProblem: (config) =>
     config.tencent_im.enabled
       ? null

@@ -24,6 +24,15 @@ export const tencentPush = z.strictObject({
   batch_linger: durationMs.default(20),
   /** Concurrent push deliveries per deliver process: the most rows one batch can gather there. */
   concurrency: z.number().int().min(1).max(2000).default(500),
+  /**
+   * Per user, at most `max` pushes in every `per` window (e.g. [{max: 3, per: 1h}, {max: 10, per: 24h}]), across deliver
+   * processes; an over-cap push ends suppressed (frequency_cap) while the notice still reaches the inbox and C2C.
+   * Mandatory kinds (preferences.mandatory_kinds) are not counted. [] = no cap.
+   */
+  frequency_cap: z
+    .array(z.strictObject({ max: z.number().int().min(1).max(10_000), per: durationMs }))
+    .max(5)
+    .default(() => []),
 });
 export type TencentPushConfig = z.infer<typeof tencentPush>;
 

@@ -7,6 +7,7 @@ import type { DeliveryChannel } from '../types.ts';
 import { tencentPushChannel } from './channel.ts';
 import { tencentApps } from '../../config/tencent-apps.ts';
 import { perAppChannel } from '../per-app.ts';
+import { capSendId, frequencyCap } from '../../delivery/wrappers/frequency-cap.ts';
 
 /** The push channel of a deliver process: per app, its own keep-alive client and its own app-wide pacer (that app's timpush quota). */
 export function createTencentPush(ctx: ChannelContext): DeliveryChannel {
@@ -52,5 +53,13 @@ export function createTencentPush(ctx: ChannelContext): DeliveryChannel {
       }),
     );
   }
-  return perAppChannel(CHANNEL_TENCENT_PUSH, byApp);
+  // The per-user push cap wraps the channel (before batching, so every row is admitted or held on its own).
+  return frequencyCap(perAppChannel(CHANNEL_TENCENT_PUSH, byApp), {
+    redis: ctx.redis,
+    prefix: config.redis.prefix,
+    windows: push.frequency_cap.map((w) => ({ max: w.max, perMs: w.per })),
+    exempt: (kind) => config.preferences.mandatory_kinds.includes(kind),
+    recent: async (appCode, userId, sinceMs) =>
+      (await ctx.ledger.recentSends(appCode, userId, CHANNEL_TENCENT_PUSH, sinceMs)).map((s) => ({ id: capSendId(s), atMs: s.atMs })),
+  });
 }

@@ -88,7 +88,7 @@ export function inboxHandlers(store: InboxStore, config: InboxConfig, logger: Lo
 const isOverloaded = (err: unknown) => err instanceof Error && err.message === 'Queue limit reached.';
 
 /** Adds InboxService to a gRPC server (the inbox API's own listener, see ./server.ts). */
-export async function addInboxService(server: grpc.Server, store: InboxStore, config: InboxConfig, logger: Logger): Promise<void> {
+export async function addInboxService(server: grpc.Server, store: InboxStore, config: InboxConfig, logger: Logger): Promise<object> {
   const grpcJs = await import('@grpc/grpc-js');
   const protoLoader = await import('@grpc/proto-loader');
   const definition = await protoLoader.load(INBOX_PROTO, { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
@@ -113,10 +113,5 @@ export async function addInboxService(server: grpc.Server, store: InboxStore, co
     ]),
   );
   server.addService(pkg.notice.inbox.v1.InboxService.service, unary);
-  if (config.api_reflection) {
-    // Server reflection (grpc.reflection.v1 and v1alpha): grpcurl and other tools list and call the API without the
-    // proto. It describes the schema only — no data — and sits behind the same listener and its mutual TLS.
-    const { ReflectionService } = await import('@grpc/reflection');
-    new ReflectionService(definition).addToServer(server);
-  }
+  return definition;
 }

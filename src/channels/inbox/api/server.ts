@@ -7,6 +7,8 @@ import { createMysqlPool, type Pool } from '../../../platform/mysql.ts';
 import { InboxStore } from '../store.ts';
 import { RoleConfigError, type Role } from '../../../app/role.ts';
 import { addInboxService } from './inbox-service.ts';
+import { addPreferencesService, type PreferenceGrid } from '../../../preferences/api.ts';
+import { PreferenceStore } from '../../../preferences/store.ts';
 
 /** A legal request is a caller, filters and at most 100 ids: well under this. Bigger ones are refused unread. */
 export const MAX_REQUEST_BYTES = 64 * 1024;
@@ -55,6 +57,8 @@ export class InboxApiServer implements Role {
     private readonly mysqlUrl: string,
     private readonly config: InboxConfig,
     private readonly logger: Logger,
+    /** Which preferences exist (PreferencesService); none: the service is not served. */
+    private readonly preferences?: PreferenceGrid,
   ) {}
 
   async start(): Promise<void> {
@@ -72,7 +76,15 @@ export class InboxApiServer implements Role {
       'grpc.max_concurrent_streams': config.api_max_concurrent_streams,
     });
     this.pool = createMysqlPool(this.mysqlUrl, config.api_pool_size, { queueLimit: config.api_queue_limit });
-    await addInboxService(server, new InboxStore(this.pool, config.api_query_timeout), config, this.logger);
+    const definitions = [await addInboxService(server, new InboxStore(this.pool, config.api_query_timeout), config, this.logger)];
+    // The user's preferences live on the same listener, under the same guard: the gateway is the only caller.
+    if (this.preferences) definitions.push((await addPreferencesService(server, new PreferenceStore(this.pool), this.preferences, this.logger)) as object);
+    if (config.api_reflection) {
+      // Server reflection (grpc.reflection.v1 and v1alpha): grpcurl and other tools list and call the API without the
+      // proto. It describes the schema only — no data — and sits behind the same listener and its mutual TLS.
+      const { ReflectionService } = await import('@grpc/reflection');
+      new ReflectionService(Object.assign({}, ...definitions)).addToServer(server);
+    }
     try {
       this.port = await new Promise<number>((resolve, reject) =>
         server.bindAsync(`${config.api_host.includes(':') ? `[${config.api_host}]` : config.api_host}:${config.api_port}`, credentials, (err, port) =>

@@ -1,0 +1,17 @@
+-- A per-user sliding-window cap (the push cap): admit this send if every window still has room, counting it.
+-- KEYS[1] the user's sends (sorted set: member = send id, score = ms), KEYS[2] the "counted from the ledger" marker.
+-- ARGV[1] now ms, ARGV[2] send id, ARGV[3] longest window ms, then pairs ARGV[4..]: max, window ms.
+-- Returns 1 admitted (or already admitted: a retry of the same send counts once), 0 over the cap, -1 not seeded
+-- (the marker is gone: Redis lost it; the caller counts the ledger's recent sends in with seedCapped first).
+if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
+local now = tonumber(ARGV[1])
+if redis.call('ZSCORE', KEYS[1], ARGV[2]) then return 1 end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[3]))
+for i = 4, #ARGV, 2 do
+  local max = tonumber(ARGV[i])
+  local window = tonumber(ARGV[i + 1])
+  if redis.call('ZCOUNT', KEYS[1], now - window, '+inf') >= max then return 0 end
+end
+redis.call('ZADD', KEYS[1], now, ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
