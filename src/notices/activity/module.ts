@@ -1,4 +1,5 @@
 import { outboxSourceShape } from '../../config/primitives.ts';
+import { userOutboxDdl } from '../outbox-ddl.ts';
 import type { SourceModule } from '../types.ts';
 import { ACTIVITY_NOTICE } from './mapping.ts';
 import { activityOutboxSource } from './source.ts';
@@ -15,18 +16,7 @@ export const activityModule: SourceModule<typeof configShape> = {
   configShape,
   noticeKinds: [ACTIVITY_NOTICE],
   outbox: (database, config) => activityOutboxSource(database, config.offline_push.language_field),
-  ownerDdl: (db) => [
-    `CREATE TABLE IF NOT EXISTS ${db}.activity_outbox (
-       id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY,
-       app_code VARCHAR(32),
-       event_id VARCHAR(191),
-       event_type VARCHAR(64),
-       user_id VARCHAR(64),
-       payload JSON,
-       created_at_ms BIGINT,
-       UNIQUE KEY uk_activity_outbox_event (app_code, event_id)
-     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
-  ],
+  ownerDdl: (db) => [userOutboxDdl(db, 'activity_outbox')],
   demo: {
     flag: { name: 'activity', description: 'also write activity_outbox rows (rewards, finished tasks, system notices)' },
     share: 0.2,

@@ -1,4 +1,5 @@
 import { identifyOutboxRow } from '../../../../src/outbox/source.ts';
+import { userOutboxDdl } from '../../../../src/notices/outbox-ddl.ts';
 import { outboxSourceShape } from '../../../../src/config/primitives.ts';
 import type { SourceModule } from '../../../../src/notices/types.ts';
 import { GIFT_NOTICE, GIFT_SOURCE_NAME, mapGiftOutboxRow } from './mapping.ts';
@@ -21,16 +22,5 @@ export const giftModule: SourceModule<typeof configShape> = {
     identify: (row) => identifyOutboxRow('gift_outbox', row),
     map: (row, recordedAtMs) => mapGiftOutboxRow(row, recordedAtMs),
   }),
-  ownerDdl: (db) => [
-    `CREATE TABLE IF NOT EXISTS ${db}.gift_outbox (
-       id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY,
-       app_code VARCHAR(32),
-       event_id VARCHAR(191),
-       event_type VARCHAR(64),
-       user_id VARCHAR(64),
-       payload JSON,
-       created_at_ms BIGINT,
-       UNIQUE KEY uk_gift_outbox_event (app_code, event_id)
-     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
-  ],
+  ownerDdl: (db) => [userOutboxDdl(db, 'gift_outbox')],
 };
