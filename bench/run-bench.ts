@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: real notice-service processes against the local MariaDB, a private redis-server and fake-im
  * (answering after 20 ms, like a regional API). Prints a markdown table and writes bench/report.{md,json}.
- * BENCH_SMOKE=1 runs every phase tiny (seconds) to keep the bench working in CI; BENCH_ONLY=a,b picks phases (capacity, baseline, latency, latency_limited, ratelimit, overload, recovery, growth, inbox, push_batch, api_flood, apps, sparse, footprint);
+ * BENCH_SMOKE=1 runs every phase tiny (seconds) to keep the bench working in CI; BENCH_ONLY=a,b picks phases (capacity, baseline, latency, latency_limited, ratelimit, overload, recovery, growth, inbox, push_batch, api_flood, apps, sparse, footprint, preferences);
  * BENCH_RUNS sets the repetitions whose median is reported.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -51,10 +51,11 @@ function delta(a: Counters, b: Counters) {
 }
 
 /** 1. Capacity: drain a preloaded backlog with the rate limit off. */
-async function capacity(ingest: number, deliver: number, events: number) {
-  const world = await createWorld({ ...PIPELINE });
+async function capacity(ingest: number, deliver: number, events: number, overrides: Record<string, unknown> = {}, setup?: (world: World) => Promise<void>) {
+  const world = await createWorld({ ...PIPELINE, ...overrides });
   try {
     world.env.fakeIm.setFaults({ delay_ms: IM_LATENCY_MS });
+    await setup?.(world);
     await preload(world.env.owner, world.env.config.wallet_database, events);
     for (let i = 0; i < ingest; i++) await world.spawn('ingest');
     const before = await world.counters();
@@ -98,6 +99,49 @@ function medianRow<T extends Record<string, any>>(runs: T[]) {
       ['p50_ms', 'p95_ms', 'p99_ms', 'max_ms', 'idle_statements_per_poll'].filter((k) => k in runs[0]!).map((k) => [k, medianOf(runs, (r) => r[k])]),
     ),
     p99_runs: runs.map((r) => r.p99_ms),
+  };
+}
+
+/**
+ * Preferences: the same capacity run with per-user preferences off, and on with 100k users holding a choice each
+ * (the look-up every claim batch makes then reads a populated table), alternating; issue 34 asks within 10 %.
+ */
+if (want('preferences')) {
+  const events = SMOKE ? 500 : 20_000;
+  const users = SMOKE ? 1000 : 100_000;
+  const seed = async (world: World) => {
+    const digits =
+      '(SELECT 0 AS n UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)';
+    await world.env.notice.query(
+      `INSERT INTO notice_preferences (app_code, user_id, notice_kind, channel, enabled, updated_at_ms)
+       SELECT 'lalu', CAST(10000 + a.n + 10 * b.n + 100 * c.n + 1000 * d.n + 10000 * e.n AS CHAR), 'activity_notice', 'tencent_push', 0, 1
+         FROM ${digits} a, ${digits} b, ${digits} c, ${digits} d, ${digits} e WHERE a.n + 10 * b.n + 100 * c.n + 1000 * d.n + 10000 * e.n < ?`,
+      [users],
+    );
+  };
+  const runs: Record<'off' | 'on', Array<Awaited<ReturnType<typeof capacity>>>> = { off: [], on: [] };
+  for (let i = 0; i < RUNS; i++) {
+    log(`preferences: capacity 1+1 without preferences, run ${i + 1}/${RUNS}`);
+    runs.off.push(await capacity(1, 1, events, { preferences: { enabled: false } }));
+    log(`preferences: capacity 1+1 with ${users} users' preferences, run ${i + 1}/${RUNS}`);
+    runs.on.push(await capacity(1, 1, events, { preferences: { enabled: true } }, seed));
+  }
+  const off = medianOf(runs.off, (r) => r.events_per_second);
+  const on = medianOf(runs.on, (r) => r.events_per_second);
+  report.preferences = {
+    users,
+    events,
+    off: {
+      runs: runs.off.map((r) => r.events_per_second),
+      median_events_per_second: off,
+      median_mysql_statements_per_event: medianOf(runs.off, (r) => r.mysql_statements_per_event),
+    },
+    on: {
+      runs: runs.on.map((r) => r.events_per_second),
+      median_events_per_second: on,
+      median_mysql_statements_per_event: medianOf(runs.on, (r) => r.mysql_statements_per_event),
+    },
+    ratio_on_to_off: Math.round((on / off) * 100) / 100,
   };
 }
 

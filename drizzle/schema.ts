@@ -21,7 +21,7 @@ export const noticeDeliveryEvents = mysqlTable(
     eventType: varchar('event_type', { length: 64 }).notNull(),
     /** The recipient (Tencent UserID, ≤ 32 bytes); '' on a malformed row whose recipient was not valid. */
     userId: varbinary('user_id', { length: 256 }).notNull(),
-    /** pending | delivering | delivered | delivered_unconfirmed | retryable | failed | superseded (24 since 0009) */
+    /** One of src/ledger/status.ts: pending | delivering | delivered | delivered_unconfirmed | retryable | failed | superseded | suppressed | expired (24 since 0009) */
     status: varchar('status', { length: 24 }).notNull(),
     /** The notice kind (TIMCustomElem.Ext): wallet_notice, vip_notice, room_notice. */
     noticeKind: varchar('notice_kind', { length: 32 }).notNull(),
