@@ -10,6 +10,7 @@ import { sourcePolicy } from '../src/notices/sources.ts';
 import { channelModule, channelModules } from '../src/channels/registry.ts';
 import { AuditLog } from '../src/ops/audit-log.ts';
 import { DELIVERY_STATUSES, STATUS_TABLE } from '../src/ledger/status.ts';
+import { clockParts } from '../src/platform/clock.ts';
 import { DeliveryHistory } from '../src/ledger/history.ts';
 import { RejectStore } from '../src/intake/reject-store.ts';
 import { rejectEntries } from '../src/ops/reject-entries.ts';
@@ -88,28 +89,9 @@ export function createDashboardApp(
         hideDocsLink: true,
         // One clock: the board's times in display.time_zone, 24-hour, with the zone named, like every other page.
         dateFormats: {
-          short: { timeZone: config.display.time_zone, hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23', timeZoneName: 'short' },
-          common: {
-            timeZone: config.display.time_zone,
-            month: 'short',
-            day: '2-digit',
-            hour: '2-digit',
-            minute: '2-digit',
-            second: '2-digit',
-            hourCycle: 'h23',
-            timeZoneName: 'short',
-          },
-          full: {
-            timeZone: config.display.time_zone,
-            year: 'numeric',
-            month: '2-digit',
-            day: '2-digit',
-            hour: '2-digit',
-            minute: '2-digit',
-            second: '2-digit',
-            hourCycle: 'h23',
-            timeZoneName: 'short',
-          },
+          short: { ...clockParts(config.display.time_zone), year: undefined, month: undefined, day: undefined, timeZoneName: 'short' },
+          common: { ...clockParts(config.display.time_zone), year: undefined, month: 'short', timeZoneName: 'short' },
+          full: { ...clockParts(config.display.time_zone), timeZoneName: 'short' },
         },
       },
     },

@@ -3,14 +3,12 @@ import { mkdirSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium, SCREENSHOT_DIR } from './helpers/browser.ts';
 import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { balanceChanged, insertWalletRows, ledgerStatusCounts } from './helpers/outbox.ts';
 import { jobCounts, startPipeline } from './helpers/pipeline.ts';
 import type { NoticeProcess } from '../cli/run-roles.ts';
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-export const SCREENSHOT_DIR = join(process.cwd(), '.tmp', 'screenshots');
 
 let env: TestEnv | undefined;
 let proc: NoticeProcess | undefined;
@@ -37,19 +35,7 @@ describe('dashboard in a real browser', () => {
     const base = `http://127.0.0.1:${proc.dashboard!.port}/admin`;
     mkdirSync(SCREENSHOT_DIR, { recursive: true });
 
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
     // Without credentials the browser gets the 401 and nothing else.
     const anonymous = await browser.newPage();
     await expect(anonymous.goto(`${base}/queues`)).rejects.toThrow(/ERR_INVALID_AUTH_CREDENTIALS/);
@@ -144,19 +130,7 @@ describe('dashboard in a real browser', () => {
     });
     await new Promise<void>((resolve) => evil.listen(0, 'localhost', () => resolve()));
     try {
-      browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: [
-          '--headless',
-          '--no-sandbox',
-          '--disable-gpu',
-          '--disable-quic',
-          '--no-first-run',
-          '--disable-background-networking',
-          '--disable-component-update',
-          '--disable-sync',
-        ],
-      });
+      browser = await launchChromium();
       const context = await browser.newContext({ httpCredentials: { username: 'ops', password: 'browser-test-pass' } });
       const page = await context.newPage();
       const thirdParty: string[] = [];

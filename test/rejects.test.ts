@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { hostname, userInfo } from 'node:os';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from './helpers/browser.ts';
 import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { ledgerStatusCounts } from './helpers/outbox.ts';
 import { kick, mqBody } from './helpers/room.ts';
@@ -96,10 +97,7 @@ describe('rejected MQ messages', () => {
     });
 
     // In the page, a hostile body is text: no element is made from it, no script runs.
-    browser = await chromium.launch({
-      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-      args: ['--headless', '--no-sandbox', '--disable-gpu'],
-    });
+    browser = await launchChromium();
     const page = await (await browser.newContext({ httpCredentials: { username: 'ops', password: PASSWORD } })).newPage();
     await page.goto(`http://127.0.0.1:${proc.dashboard!.port}/admin/notices`);
     const row = page.locator(`tr[data-reject-id="${poison}"]`);

@@ -1,14 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium, SCREENSHOT_DIR } from './helpers/browser.ts';
 import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { balanceChanged, insertWalletRows, ledgerStatusCounts, vipActivated } from './helpers/outbox.ts';
 import { startPipeline } from './helpers/pipeline.ts';
 import type { NoticeProcess } from '../cli/run-roles.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const SCREENSHOT_DIR = join(process.cwd(), '.tmp', 'screenshots');
 const AUTH = { username: 'ops', password: 'timeline-test-pass' };
 
 let env: TestEnv | undefined;
@@ -49,10 +48,7 @@ const auth = () => ({ authorization: `Basic ${Buffer.from(`${AUTH.username}:${AU
 describe("a user's timeline", () => {
   it('answers "did user X get notice Y, and why not" from one URL, in the configured zone, and pages to any age', async () => {
     const base = await world();
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-    });
+    browser = await launchChromium();
     const context = await browser.newContext({ httpCredentials: AUTH, viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     mkdirSync(SCREENSHOT_DIR, { recursive: true });
