@@ -6,7 +6,7 @@ import { runRequeue } from '../src/ops/requeue-run.ts';
 import type { Pool } from '../src/platform/mysql.ts';
 import { presentRow, withTimelines } from '../src/ledger/present.ts';
 import type { DeliveryHistory } from '../src/ledger/history.ts';
-import type { AuditLog } from '../src/ops/audit-log.ts';
+import { presentAction, type AuditLog } from '../src/ops/audit-log.ts';
 import type { DeliverQueues } from '../queues/deliver-queue.ts';
 
 export interface LedgerApiDeps {
@@ -59,17 +59,7 @@ export function ledgerApi(deps: LedgerApiDeps): express.Router {
 
   router.get('/audit', async (_req: Request, res: Response) => {
     const actions = await deps.audit.recent(20);
-    res.json({
-      actions: actions.map((a) => ({
-        at_ms: a.atMs,
-        actor: a.actor,
-        via: a.via,
-        action: a.action,
-        matched: a.matched,
-        affected: a.affected,
-        detail: a.detail,
-      })),
-    });
+    res.json({ actions: actions.map(presentAction) });
   });
 
   router.get('/failed', async (req: Request, res: Response) => {

@@ -66,8 +66,7 @@ export function noticesPage(options: {
 const CONFIG = ${config};
 let page = 1, pageSize = 50, total = 0, current = [];
 const $ = (id) => document.getElementById(id);
-// Controls and bidi overrides are shown as [U+XXXX], never obeyed: an event id with U+202E must not reverse a row.
-const visible = (text) => String(text).replace(/[\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f\\u061c\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2069\\ufeff]/g, (c) => '[U+' + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0') + ']');
+${VISIBLE_SCRIPT}
 const td = (text, cls) => { const c = document.createElement('td'); c.textContent = text == null ? '' : visible(text); if (cls) c.className = cls; return c; };
 // One clock: display.time_zone, labelled, as on every page and in the CLI.
 const zoneFormat = new Intl.DateTimeFormat('en-CA', { timeZone: CONFIG.zone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
@@ -183,6 +182,13 @@ loadFailed().catch((err) => { $('status').textContent = err.message; });
 </script>
 </body></html>`;
 }
+
+/**
+ * In-page helper of every dashboard page: controls and bidi overrides are shown as [U+XXXX], never obeyed (an event
+ * id with U+202E must not reverse a row).
+ */
+export const VISIBLE_SCRIPT =
+  "const visible = (text) => String(text).replace(/[\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f\\u061c\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2069\\ufeff]/g, (c) => '[U+' + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0') + ']');";
 
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);

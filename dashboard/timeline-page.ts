@@ -1,4 +1,4 @@
-import { escapeHtml } from './notices-page.ts';
+import { escapeHtml, VISIBLE_SCRIPT } from './notices-page.ts';
 import { allErrorGuideEntries, errorAnchor } from '../src/ops/error-guide.ts';
 
 interface PageOptions {
@@ -66,7 +66,7 @@ ${header(options, 'Timeline')}
 <script>
 const CONFIG = ${config};
 const $ = (id) => document.getElementById(id);
-const visible = (text) => String(text).replace(/[\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f\\u061c\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2069\\ufeff]/g, (c) => '[U+' + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0') + ']');
+${VISIBLE_SCRIPT}
 const el = (tag, text, cls) => { const e = document.createElement(tag); if (text != null) e.textContent = visible(text); if (cls) e.className = cls; return e; };
 const params = new URLSearchParams(location.search);
 for (const [k, v] of params) { const f = document.querySelector('form.filters [name="' + CSS.escape(k) + '"]'); if (f) f.value = v; }

@@ -129,44 +129,40 @@ export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey): Promise
     if (result === 'rate_limited') m.rateLimitBackoffs.inc({ channel: key.channel });
   };
   const label = channel.name;
+  /** A row finished without a send (superseded, suppressed, expired): recorded under our lock, told, counted. */
+  const finishedUnsent = (
+    result: 'superseded' | 'suppressed' | 'expired',
+    recorded: boolean,
+    entry: { errorCode?: string; errorMessage: string },
+    metricCode: string,
+  ): DeliveryDecision => {
+    if (!recorded) {
+      log().warn(`${result}, but the ledger lock was taken over meanwhile; the other worker finishes the row`);
+      return { action: 'complete', result: 'lock-lost' };
+    }
+    story({ event: result, ...entry });
+    ports.onOutcome?.(result, row);
+    ports.metrics?.deliveries.inc({ source: row.sourceName, channel: key.channel, notice_kind: row.noticeKind, outcome: result, error_code: metricCode });
+    return { action: 'complete', result };
+  };
   switch (outcome.kind) {
     case 'superseded': {
-      if (!(await ledger.recordSuperseded(key, outcome.newerEventId))) {
-        log().warn('superseded, but the ledger lock was taken over meanwhile; the other worker finishes the row');
-        return { action: 'complete', result: 'lock-lost' };
-      }
-      story({ event: 'superseded', errorMessage: `superseded by ${outcome.newerEventId}` });
-      ports.onOutcome?.('superseded', row);
-      ports.metrics?.deliveries.inc({ source: row.sourceName, channel: key.channel, notice_kind: row.noticeKind, outcome: 'superseded', error_code: '' });
-      if (ports.logger.isLevelEnabled('debug')) log().debug({ superseded_by: outcome.newerEventId }, 'superseded by a newer version; not sent');
-      return { action: 'complete', result: 'superseded' };
+      const recorded = await ledger.recordSuperseded(key, outcome.newerEventId);
+      if (recorded && ports.logger.isLevelEnabled('debug')) log().debug({ superseded_by: outcome.newerEventId }, 'superseded by a newer version; not sent');
+      return finishedUnsent('superseded', recorded, { errorMessage: `superseded by ${outcome.newerEventId}` }, '');
     }
     case 'suppressed': {
-      if (!(await ledger.recordSuppressed(key, outcome.reason, outcome.detail, at))) {
-        log().warn('suppressed, but the ledger lock was taken over meanwhile; the other worker finishes the row');
-        return { action: 'complete', result: 'lock-lost' };
-      }
-      story({ event: 'suppressed', errorCode: outcome.reason.toUpperCase(), errorMessage: outcome.detail });
-      ports.onOutcome?.('suppressed', row);
-      ports.metrics?.deliveries.inc({
-        source: row.sourceName,
-        channel: key.channel,
-        notice_kind: row.noticeKind,
-        outcome: 'suppressed',
-        error_code: outcome.reason.toUpperCase(),
-      });
-      return { action: 'complete', result: 'suppressed' };
+      const code = outcome.reason.toUpperCase();
+      return finishedUnsent(
+        'suppressed',
+        await ledger.recordSuppressed(key, outcome.reason, outcome.detail, at),
+        { errorCode: code, errorMessage: outcome.detail },
+        code,
+      );
     }
     case 'expired': {
       const reason = `${Math.round(outcome.ageMs / 1000)} s old, past ${row.noticeKind}'s expire_after (${Math.round(outcome.limitMs / 1000)} s)`;
-      if (!(await ledger.recordExpired(key, reason, at))) {
-        log().warn('expired, but the ledger lock was taken over meanwhile; the other worker finishes the row');
-        return { action: 'complete', result: 'lock-lost' };
-      }
-      story({ event: 'expired', errorCode: 'EXPIRED', errorMessage: reason });
-      ports.onOutcome?.('expired', row);
-      ports.metrics?.deliveries.inc({ source: row.sourceName, channel: key.channel, notice_kind: row.noticeKind, outcome: 'expired', error_code: '' });
-      return { action: 'complete', result: 'expired' };
+      return finishedUnsent('expired', await ledger.recordExpired(key, reason, at), { errorCode: 'EXPIRED', errorMessage: reason }, '');
     }
     case 'not_now': {
       // Like an over-frequency answer, this gives the claim back and spends no attempt.

@@ -15,6 +15,11 @@ export interface RecordedAction extends OperatorAction {
   atMs: number;
 }
 
+/** An operator action as the dashboard and the CLI show it (snake_case, epoch ms for scripts). */
+export function presentAction(a: RecordedAction) {
+  return { at_ms: a.atMs, actor: a.actor, via: a.via, action: a.action, matched: a.matched, affected: a.affected, detail: a.detail };
+}
+
 /** notice_operator_actions: who changed what in the pipeline, kept in MySQL next to the ledger it changed. */
 export class AuditLog {
   constructor(

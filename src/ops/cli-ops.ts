@@ -8,7 +8,7 @@ import { createDeliverQueues, type DeliverQueues } from '../../queues/deliver-qu
 import { withTimelines } from '../ledger/present.ts';
 import { DeliveryHistory } from '../ledger/history.ts';
 import { runRequeue } from './requeue-run.ts';
-import { AuditLog } from './audit-log.ts';
+import { AuditLog, presentAction } from './audit-log.ts';
 import { presentBody, RejectStore } from '../intake/reject-store.ts';
 import { requeueRejected } from './reject-requeue.ts';
 import { rejectEntries } from './reject-entries.ts';
@@ -241,17 +241,8 @@ export async function auditCommand(config: NoticeConfig, limitText: string) {
   const limit = Number(limitText);
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new RoleConfigError(`--limit must be an integer from 1 to 1000, got "${limitText}"`);
   return withResources(config, async ({ pool }) =>
-    (await new AuditLog(pool).recent(limit)).map((a) => ({
-      // One clock: display.time_zone, labelled, as on the pages; at_ms for scripts.
-      at: formatTime(a.atMs, config.display.time_zone),
-      at_ms: a.atMs,
-      actor: a.actor,
-      via: a.via,
-      action: a.action,
-      matched: a.matched,
-      affected: a.affected,
-      detail: a.detail,
-    })),
+    // One clock: display.time_zone, labelled, as on the pages; at_ms for scripts.
+    (await new AuditLog(pool).recent(limit)).map((a) => ({ at: formatTime(a.atMs, config.display.time_zone), ...presentAction(a) })),
   );
 }
 
