@@ -79,3 +79,53 @@ describe('per-user push cap (tencent_push.frequency_cap)', () => {
     expect(env.fakeIm.pushes().filter((p) => !p.duplicate && p.accounts.includes('60001'))).toHaveLength(3);
   });
 });
+
+describe('push cap after Redis loses the window while a push is admitted but not yet sent', () => {
+  it('counts the push in flight: cap 3, the 3rd push lingering when the window is lost, a 4th is held back', async () => {
+    env = await createTestEnv({
+      tencent_push: {
+        enabled: true,
+        // The 3rd push waits this long for company after admission, before the ledger marks it as going out.
+        batch_linger: '3s',
+        kinds: ['activity_notice'],
+        frequency_cap: [{ max: 3, per: '1h' }],
+      },
+      activity_notice_worker: { enabled: true, poll_interval: '50ms' },
+    });
+    procs.push(await startPipeline(env.config, ['ingest', 'deliver']));
+    const pushRows = (e: TestEnv) =>
+      e.notice
+        .query<any[]>("SELECT CAST(source_event_id AS CHAR) AS id, status, provider_ref FROM notice_delivery_events WHERE channel = 'tencent_push' ORDER BY id")
+        .then(([rows]) => rows);
+    await insertActivityRows(env.owner, env.config.activity_database, notices(1, 2));
+    await waitFor(
+      () => pushRows(env!),
+      (rows) => rows.filter((r) => r.status === 'delivered').length === 2,
+      20_000,
+      'two pushes sent',
+    );
+
+    await insertActivityRows(env.owner, env.config.activity_database, notices(3, 1));
+    const capKey = `{${env.id}}:cap:tencent_push:`;
+    // Admitted (three sends in the window) and lingering: claimed, not yet marked with its request's reference.
+    await waitFor(
+      async () => ({
+        rows: await pushRows(env!),
+        window: await env!.redis.keys(`${capKey}*`).then((k) => (k[0] ? env!.redis.zcard(k.find((x) => !x.endsWith(':counted'))!) : 0)),
+      }),
+      (s) => s.window === 3 && s.rows.some((r) => r.id === 'cap_3' && r.status === 'delivering' && r.provider_ref === null),
+      10_000,
+      'the 3rd push admitted and lingering',
+    );
+    await env.redis.del(...(await env.redis.keys(`${capKey}*`)));
+    await insertActivityRows(env.owner, env.config.activity_database, notices(4, 1));
+    const rows = await waitFor(
+      () => pushRows(env!),
+      (r) => r.length === 4 && r.every((x) => ['delivered', 'suppressed'].includes(x.status)),
+      20_000,
+      'all four final',
+    );
+    expect(rows.map((r) => `${r.id}:${r.status}`)).toEqual(['cap_1:delivered', 'cap_2:delivered', 'cap_3:delivered', 'cap_4:suppressed']);
+    expect(env.fakeIm.pushes().filter((p) => !p.duplicate && p.accounts.includes('60001'))).toHaveLength(3);
+  });
+});

@@ -30,7 +30,7 @@ export interface ChannelLedger {
    */
   markAttemptStarted(rows: readonly LedgerRow[], ref: string): Promise<LedgerRow[]>;
   /** A user's recent sends on a channel (for a per-user cap whose Redis window was lost). */
-  recentSends(appCode: string, userId: string, channel: string, sinceMs: number): Promise<Array<LedgerKey & { atMs: number }>>;
+  recentSends(appCode: string, userId: string, channel: string, sinceMs: number): Promise<Array<LedgerKey & { atMs: number; inFlight: boolean }>>;
 }
 
 export function channelLedger(ledger: LedgerRepository): ChannelLedger {

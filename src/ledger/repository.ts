@@ -164,15 +164,16 @@ export class LedgerRepository {
   }
 
   /**
-   * A user's sends on a channel since `sinceMs` — delivered, unconfirmed, or marked as going out (`markSending`) —
-   * for a cap whose Redis window was lost: over idx_nde_user, rows created up to a day before the window (a send can
-   * come well after its row). A claimed row not yet marked has not been counted by anyone and is not counted here.
+   * A user's sends on a channel since `sinceMs` — delivered, unconfirmed, or being worked — for a cap whose Redis
+   * window was lost: over idx_nde_user, rows created up to a day before the window (a send can come well after its
+   * row). A row being worked that is not yet marked as going out (`inFlight`) may have been admitted just before the
+   * loss, so the cap holds a place for it until that row asks again.
    */
-  async recentSends(appCode: string, userId: string, channel: string, sinceMs: number): Promise<Array<LedgerKey & { atMs: number }>> {
+  async recentSends(appCode: string, userId: string, channel: string, sinceMs: number): Promise<Array<LedgerKey & { atMs: number; inFlight: boolean }>> {
     const [rows] = await this.pool.query<RowDataPacket[]>(
-      `SELECT source_name, app_code, source_event_id, channel, updated_at_ms FROM ${TABLE}
+      `SELECT source_name, app_code, source_event_id, channel, updated_at_ms, status, provider_ref FROM ${TABLE}
         WHERE user_id = ? AND created_at_ms >= ? AND app_code = ? AND channel = ? AND updated_at_ms >= ?
-          AND (status IN ('delivered', 'delivered_unconfirmed') OR (status = 'delivering' AND provider_ref IS NOT NULL))`,
+          AND status IN ('delivered', 'delivered_unconfirmed', 'delivering')`,
       [userId, sinceMs - 86_400_000, appCode, channel, sinceMs],
     );
     return rows.map((r) => ({
@@ -181,6 +182,7 @@ export class LedgerRepository {
       sourceEventId: r.source_event_id,
       channel: r.channel,
       atMs: Number(r.updated_at_ms),
+      inFlight: r.status === 'delivering' && r.provider_ref === null,
     }));
   }
 

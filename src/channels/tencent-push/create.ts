@@ -60,6 +60,9 @@ export function createTencentPush(ctx: ChannelContext): DeliveryChannel {
     windows: push.frequency_cap.map((w) => ({ max: w.max, perMs: w.per })),
     exempt: (kind) => config.preferences.mandatory_kinds.includes(kind),
     recent: async (appCode, userId, sinceMs) =>
-      (await ctx.ledger.recentSends(appCode, userId, CHANNEL_TENCENT_PUSH, sinceMs)).map((s) => ({ id: capSendId(s), atMs: s.atMs })),
+      (await ctx.ledger.recentSends(appCode, userId, CHANNEL_TENCENT_PUSH, sinceMs)).map((s) => ({
+        id: s.inFlight ? `maybe:${capSendId(s)}` : capSendId(s),
+        atMs: s.atMs,
+      })),
   });
 }

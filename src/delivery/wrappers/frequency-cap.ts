@@ -13,7 +13,10 @@ export interface CapWindow {
   perMs: number;
 }
 
-/** The ledger's recent sends of a user on the channel (delivered, unconfirmed or being sent), for a lost window. */
+/**
+ * The ledger's recent sends of a user on the channel (delivered, unconfirmed or being sent), for a lost window; a row
+ * still being worked and not yet marked as sent has the id `maybe:<its id>` (see admitCapped-2.lua).
+ */
 export type RecentSends = (appCode: string, userId: string, sinceMs: number) => Promise<Array<{ id: string; atMs: number }>>;
 
 /** The id a send is counted under: the ledger key, so a retry of the same row counts once. */
