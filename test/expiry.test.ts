@@ -2,8 +2,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { insertActivityRows, type ActivityRow } from './helpers/activity.ts';
 import { startPipeline } from './helpers/pipeline.ts';
-import { balanceChanged, insertWalletRows } from './helpers/outbox.ts';
+import { balanceChanged, insertWalletRows, vipActivated } from './helpers/outbox.ts';
 import type { NoticeProcess } from '../cli/run-roles.ts';
+import { offlineStorage } from '../src/channels/tencent-push/channel.ts';
 
 let env: TestEnv | undefined;
 let proc: NoticeProcess | undefined;
@@ -103,5 +104,46 @@ describe('expiry per notice kind (deliver.expire_after)', () => {
     const [items] = await env.notice.query<any[]>('SELECT COUNT(*) AS n FROM notice_inbox_items');
     expect(Number(items[0].n)).toBe(0);
     expect(env.fakeIm.messages().map((m) => m.ext)).toEqual(['wallet_notice']);
+  });
+
+  it("a push's offline storage never outlives the notice: OfflineStorageTime is the life it has left; without a limit, none", async () => {
+    env = await createTestEnv({
+      activity_notice_worker: { enabled: true, poll_interval: '50ms' },
+      tencent_push: { enabled: true, batch_linger: '0ms', kinds: ['activity_notice', 'vip_notice'] },
+      deliver: { expire_after: { activity_notice: '2m' } },
+    });
+    const now = Date.now();
+    await insertActivityRows(env.owner, env.config.activity_database, [
+      { ...systemNotice(1, '61001'), created_at_ms: now },
+      // Committed a minute ago: a minute left (another event type, so another push text and its own call).
+      {
+        event_id: 'exp_2',
+        event_type: 'TaskCompleted',
+        user_id: '61002',
+        payload: { task_id: 'task_daily', progress: 5, target: 5 },
+        created_at_ms: now - 60_000,
+      },
+    ]);
+    // vip_notice has no limit: Tencent's default storage.
+    await insertWalletRows(env.owner, env.config.wallet_database, [{ ...vipActivated(1), user_id: '61003' }]);
+    proc = await startPipeline(env.config);
+    await waitFor(
+      () => statuses(env!),
+      (c) => c['tencent_push:delivered'] === 3,
+      10_000,
+      'three pushes',
+    );
+    const storage = Object.fromEntries(env.fakeIm.pushes().map((p) => [p.accounts[0], p.offlineStorageTime]));
+    expect(storage['61001']).toBeGreaterThanOrEqual(110);
+    expect(storage['61001']).toBeLessThanOrEqual(120);
+    expect(storage['61002']).toBeGreaterThanOrEqual(50);
+    expect(storage['61002']).toBeLessThanOrEqual(60);
+    expect(storage['61003']).toBeUndefined();
+  });
+
+  it('one call carrying notices with different lives is stored for the shortest (whole seconds, at least 1)', () => {
+    expect(offlineStorage([{ expiresAtMs: null }, { expiresAtMs: null }], 0)).toEqual({});
+    expect(offlineStorage([{ expiresAtMs: 120_500 }, { expiresAtMs: null }, { expiresAtMs: 60_900 }], 0)).toEqual({ offlineStorageSeconds: 60 });
+    expect(offlineStorage([{ expiresAtMs: 1_000 }], 999)).toEqual({ offlineStorageSeconds: 1 });
   });
 });

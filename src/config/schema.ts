@@ -77,6 +77,9 @@ const priority = z
  * already holds a newer version of it (sent or on its way). Unlisted types keep their default (on for
  * WalletBalanceChanged).
  */
+/** A kick or reward notice is worthless after an outage of this long; balances are state and never expire. */
+const DEFAULT_EXPIRE_AFTER: Record<string, number> = { room_notice: 600_000 };
+
 const skipSuperseded = z
   .record(z.string(), z.boolean())
   .default(() => ({}))
@@ -130,9 +133,10 @@ const coreShape = {
       skip_superseded: skipSuperseded,
       /**
        * Per notice kind, how old (from the fact's commit time) a notice may be when its turn comes; older ones end
-       * `expired`, unsent (the inbox keeps them unless inbox.drop_expired lists the kind). Unlisted kinds never expire.
+       * `expired`, unsent (the inbox keeps them unless inbox.drop_expired lists the kind). Unlisted kinds never expire;
+       * by default a room notice (a kick, a reward) is stale after 10 minutes and a balance never is.
        */
-      expire_after: z.record(noticeKindKey, durationMs).default(() => ({})),
+      expire_after: z.record(noticeKindKey, durationMs).default(() => ({ ...DEFAULT_EXPIRE_AFTER })),
     })
     .default(() => ({
       enabled: true,
@@ -143,7 +147,7 @@ const coreShape = {
       max_unfinished_attempts: 3,
       priority: { ...DEFAULT_PRIORITY },
       skip_superseded: { ...DEFAULT_SKIP_SUPERSEDED },
-      expire_after: {},
+      expire_after: { ...DEFAULT_EXPIRE_AFTER },
     })),
   /** Finds ledger rows that should be in flight but have no live job, and re-enqueues them (runs inside deliver). */
   reconciler: z

@@ -51,6 +51,8 @@ export interface ReceivedPush {
   /** The accounts the call named that were answered in ErrorList instead. */
   refused: string[];
   offlinePush: Record<string, unknown>;
+  /** OfflineStorageTime (s), when given. */
+  offlineStorageTime?: number;
   receivedAtMs: number;
   /** True when Tencent would have dropped it: the same MsgRandom within the same second. */
   duplicate: boolean;
@@ -330,6 +332,10 @@ export class FakeImServer {
         return fail(90001, 'OfflinePushInfo.Ext must be JSON text');
       }
     }
+    // The range is assumed (IM's MsgLifeTime allows 0-7 days); the code is Tencent's "bad offline storage time".
+    const storage = msg.OfflineStorageTime;
+    if (storage !== undefined && (!Number.isInteger(storage) || (storage as number) < 0 || (storage as number) > 604_800))
+      return fail(90026, 'OfflineStorageTime must be whole seconds from 0 to 604800');
     const dataId = msg.DataId === undefined ? '' : msg.DataId;
     if (typeof dataId !== 'string' || Buffer.byteLength(dataId) > 64) return fail(90057, 'DataId is longer than 64 bytes');
 
@@ -371,6 +377,7 @@ export class FakeImServer {
       accounts,
       refused: errorList.map((e) => e.To_Account),
       offlinePush: info,
+      ...(typeof storage === 'number' ? { offlineStorageTime: storage } : {}),
       receivedAtMs: nowMs,
       duplicate,
     });

@@ -11,6 +11,8 @@ export interface PushBatch {
   msgRandom: number;
   /** ≤ 64 bytes; echoed to Push callbacks and traces. */
   dataId: string;
+  /** OfflineStorageTime: how long (s) Tencent may hold the push for a user who is not reachable yet; absent = its default. */
+  offlineStorageSeconds?: number;
 }
 
 /** What one account of an accepted call came to (absent from ErrorList = pushed). */
@@ -42,6 +44,7 @@ export class TencentPushClient implements TencentPushSender {
       MsgRandom: call.msgRandom,
       OfflinePushInfo: call.info,
       DataId: call.dataId,
+      ...(call.offlineStorageSeconds !== undefined ? { OfflineStorageTime: call.offlineStorageSeconds } : {}),
     });
     const answer = await this.rest.call('v4/timpush/batch', body);
     if (answer.kind !== 'ok') {

@@ -76,6 +76,9 @@ export async function createTestEnv(
         retry_max_delay: '400ms',
         job_lock_duration: '4s',
         skip_superseded: { WalletBalanceChanged: false },
+        // The fixtures carry fixed commit times (kicks in 2027, balances in 2024), so the default expiry would expire
+        // them as the calendar moves; expiry's own tests (test/expiry.test.ts) and the fault suite set it.
+        expire_after: {},
       },
       // Most tests count one ledger row per event; the inbox's own tests (and the fault suite) turn it on.
       inbox: { enabled: false, api_port: 0 },

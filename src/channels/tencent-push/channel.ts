@@ -34,6 +34,8 @@ export interface TencentPushDeps {
 interface Waiting {
   row: LedgerRow;
   lockUntilMs: number | null;
+  /** When the notice stops being worth showing (deliver.expire_after), or null. */
+  expiresAtMs: number | null;
   resolve(outcome: ChannelOutcome): void;
   /** MySQL or Redis failed around the call: the job waits without spending an attempt. */
   reject(err: unknown): void;
@@ -118,6 +120,7 @@ export function tencentPushChannel(deps: TencentPushDeps): DeliveryChannel {
             info: group.info,
             msgRandom: parseInt(dataId.slice(0, 8), 16),
             dataId,
+            ...offlineStorage(sending, now()),
           });
           deps.metrics?.pushBatchAccounts.observe(sending.length);
           for (const w of sending) w.resolve(outcomeFor(outcome, w.row, deps.retryAmbiguous));
@@ -159,7 +162,7 @@ export function tencentPushChannel(deps: TencentPushDeps): DeliveryChannel {
       }
       const joined = group;
       return new Promise<ChannelOutcome>((resolve, reject) => {
-        joined.waiting.push({ row, lockUntilMs: ctx.lockUntilMs, resolve, reject });
+        joined.waiting.push({ row, lockUntilMs: ctx.lockUntilMs, expiresAtMs: ctx.expiresAtMs ?? null, resolve, reject });
         if (!joined.draining) void drain(key, joined);
       });
     },
@@ -194,6 +197,12 @@ function outcomeFor(outcome: PushBatchOutcome, row: LedgerRow, retryAmbiguous: b
     default:
       return outcome;
   }
+}
+
+/** A call's offline storage never outlives the shortest-lived notice it carries (whole seconds, at least 1). */
+export function offlineStorage(call: ReadonlyArray<Pick<Waiting, 'expiresAtMs'>>, nowMs: number): { offlineStorageSeconds?: number } {
+  const soonest = Math.min(...call.map((w) => w.expiresAtMs ?? Infinity));
+  return soonest === Infinity ? {} : { offlineStorageSeconds: Math.max(1, Math.floor((soonest - nowMs) / 1000)) };
 }
 
 function partition<T>(items: T[], test: (item: T) => boolean): [T[], T[]] {
