@@ -111,7 +111,7 @@ describe('push cap after Redis loses the window while a push is admitted but not
     await waitFor(
       async () => ({
         rows: await pushRows(env!),
-        window: await env!.redis.keys(`${capKey}*`).then((k) => (k[0] ? env!.redis.zcard(k.find((x) => !x.endsWith(':counted'))!) : 0)),
+        window: await env!.redis.keys(`${capKey}*`).then((k) => (k[0] ? env!.redis.zcount(k[0], 1, '+inf') : 0)),
       }),
       (s) => s.window === 3 && s.rows.some((r) => r.id === 'cap_3' && r.status === 'delivering' && r.provider_ref === null),
       10_000,
@@ -127,5 +127,40 @@ describe('push cap after Redis loses the window while a push is admitted but not
     );
     expect(rows.map((r) => `${r.id}:${r.status}`)).toEqual(['cap_1:delivered', 'cap_2:delivered', 'cap_3:delivered', 'cap_4:suppressed']);
     expect(env.fakeIm.pushes().filter((p) => !p.duplicate && p.accounts.includes('60001'))).toHaveLength(3);
+  });
+});
+
+describe('push cap after Redis loses part of a window or rolls back', () => {
+  it('the window without its mark, or an older snapshot of it, never lets a 4th push out under a cap of 3', async () => {
+    env = await createTestEnv({
+      tencent_push: { enabled: true, batch_linger: '0ms', kinds: ['activity_notice'], frequency_cap: [{ max: 3, per: '1h' }] },
+      activity_notice_worker: { enabled: true, poll_interval: '50ms' },
+    });
+    procs.push(await startPipeline(env.config, ['ingest', 'deliver']));
+    const pushed = () => env!.fakeIm.pushes().filter((p) => !p.duplicate && p.accounts.includes('60001')).length;
+    const settled = (n: number) =>
+      waitFor(
+        () => counts(env!),
+        (c) => (c['tencent_push:delivered:'] ?? 0) + (c['tencent_push:suppressed:FREQUENCY_CAP'] ?? 0) === n,
+        20_000,
+        `${n} push rows final`,
+      );
+    await insertActivityRows(env.owner, env.config.activity_database, notices(1, 1));
+    await settled(1);
+    const [key] = await env.redis.keys(`{${env.id}}:cap:*`);
+    // A rolled-back snapshot: the window as it was after one send, restored after two more went out.
+    const snapshot = await env.redis.dumpBuffer(key!);
+    await insertActivityRows(env.owner, env.config.activity_database, notices(2, 2));
+    await settled(3);
+    await env.redis.restore(key!, 0, snapshot!, 'REPLACE');
+    await insertActivityRows(env.owner, env.config.activity_database, notices(4, 1));
+    await settled(4);
+    expect(pushed()).toBe(3);
+    // Half of it lost: the sends go, the rest of the key stays (the mark lives in the same key, so it goes too).
+    await env.redis.zremrangebyscore(key!, 1, '+inf');
+    await insertActivityRows(env.owner, env.config.activity_database, notices(5, 1));
+    await settled(5);
+    expect(pushed()).toBe(3);
+    expect(await counts(env)).toMatchObject({ 'tencent_push:delivered:': 3, 'tencent_push:suppressed:FREQUENCY_CAP': 2 });
   });
 });

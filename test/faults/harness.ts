@@ -9,6 +9,8 @@ import { PrivateRedis } from '../helpers/redis-server.ts';
 import { PrivateMariaDb } from '../helpers/mariadb-server.ts';
 import { spawnNotice, waitForOutput, type Spawned } from '../helpers/spawn.ts';
 import type { Faults } from '../../src/fake-im/server.ts';
+import { PreferenceStore, type PreferenceKey } from '../../src/preferences/store.ts';
+import { STATUS_TABLE, type DeliveryStatus } from '../../src/ledger/status.ts';
 
 export const OUT_DIR = join(process.cwd(), '.tmp', 'faults');
 
@@ -46,7 +48,7 @@ export interface Scenario {
   /** Run on a private MariaDB instance (for faults that restart the server) instead of the shared one. */
   privateMysql?: boolean;
   /**
-   * Besides the wallet stream, commit one fact of the other kinds this often (default 200 ms) until the writers and
+   * Besides the wallet stream, commit one fact of the other kinds this often (default 100 ms) until the writers and
    * the injection are done, in turn: a room kick, a rocket reward, the three activity types, a VIP activation.
    * These are the kinds the inbox takes, so every scenario exercises both channels.
    */
@@ -72,6 +74,8 @@ export interface ChannelCounts {
   failed: number;
   /** Finished unsent because a newer version of the same balance was delivered (checked: one was). */
   superseded: number;
+  /** Finished unsent by the user's choice or the push cap (checked: the choice was made, the cap was full). */
+  suppressed: number;
   /** delivered_unconfirmed: the request may have arrived and was not resent (push, retry_ambiguous: false). */
   unconfirmed: number;
   /** Of those, the ones that did not reach the user after all (a cut before the provider processed it). */
@@ -96,6 +100,11 @@ export interface ScenarioResult {
   by_channel: Record<string, ChannelCounts>;
   /** A message or inbox item that reached someone other than the fact's user. */
   misdirected: number;
+  /** Sends a user did not want: a suppressed row that reached them anyway, or pushes beyond the cap. */
+  unwanted: number;
+  unwanted_why: string[];
+  /** Users whose pushes stopped short of the cap although more were written (an over-count: allowed, reported). */
+  cap_short: number;
   failed_by_code: Record<string, number>;
   /** delivered_unconfirmed rows by whether the user got it and the error that made it ambiguous. */
   unconfirmed_by_code: Record<string, number>;
@@ -118,6 +127,33 @@ const HALA = { sdkAppId: 1400000002, secretKey: 'hala-fault-secret-0000000000000
 const APP_OF_SDK: Record<number, string> = { 1400000001: 'lalu', [HALA.sdkAppId]: 'hala' };
 const twoAppRow = (n: number): WalletRow => ({ ...balanceChanged(n), app_code: n % 2 === 1 ? 'hala' : 'lalu' });
 
+const PUSH_CAP = 2;
+/** Users' choices in every scenario, stored before the processes start. */
+const CHOICES: Array<PreferenceKey & { enabled: boolean }> = [
+  // A wallet user of each app turned balance messages off: their rows end suppressed and nothing is sent.
+  { appCode: 'lalu', userId: '10002', noticeKind: 'wallet_notice', channel: 'tencent_im_c2c', enabled: false },
+  { appCode: 'hala', userId: '10001', noticeKind: 'wallet_notice', channel: 'tencent_im_c2c', enabled: false },
+  // Every second kick's target stored "off" behind the API's back: kicks are mandatory, so they still go.
+  ...Array.from({ length: 200 }, (_, i) => ({
+    appCode: 'lalu',
+    userId: String(30000 + 12 * (i + 1)),
+    noticeKind: 'room_notice',
+    channel: 'tencent_im_c2c',
+    enabled: false,
+  })),
+  // Some activity users want these notices in the inbox but not on the lock screen.
+  ...Array.from({ length: 400 }, (_, i) => ({
+    appCode: 'lalu',
+    userId: String(60000 + 12 * i + 2),
+    noticeKind: 'activity_notice',
+    channel: 'tencent_push',
+    enabled: false,
+  })),
+];
+const isOff = (app: string, user: string, kind: string, channel: string) =>
+  CHOICES.some((c) => !c.enabled && c.appCode === app && c.userId === user && c.noticeKind === kind && c.channel === channel);
+const FINAL = new Set(Object.entries(STATUS_TABLE).flatMap(([status, t]) => (t.final ? [status as DeliveryStatus] : [])));
+
 const SIDE_SOURCE = { enabled: true, poll_interval: '100ms', batch_size: 100, lock_ttl: '5s', max_retry_count: 12, gap_grace: '30s' };
 const BASE_CONFIG = {
   wallet_notice_worker: { poll_interval: '100ms', batch_size: 200, lock_ttl: '5s', max_retry_count: 12, gap_grace: '30s' },
@@ -125,11 +161,14 @@ const BASE_CONFIG = {
   activity_notice_worker: SIDE_SOURCE,
   inbox: { enabled: true },
   // Phone pushes for activity and VIP notices in every scenario: each such fact is a C2C message, an inbox item and a push.
-  tencent_push: { enabled: true, request_timeout: '1s', batch_linger: '20ms' },
-  deliver: { concurrency: 16, retry_base_delay: '200ms', retry_max_delay: '2s', job_lock_duration: '5s' },
+  // The push cap is on in every scenario; two heavy users receive most pushes (see sideFact).
+  tencent_push: { enabled: true, request_timeout: '1s', batch_linger: '20ms', frequency_cap: [{ max: PUSH_CAP, per: '1h' }] },
+  // The default expiry, stated: the side stream commits at the current time, so nothing may expire (and none does).
+  deliver: { expire_after: { room_notice: '10m' }, concurrency: 16, retry_base_delay: '200ms', retry_max_delay: '2s', job_lock_duration: '5s' },
   tencent_im: { request_timeout: '1s', apps: { hala: { sdk_app_id: HALA.sdkAppId, secret_key: HALA.secretKey } } },
   reconciler: { interval: '1s', pending_grace: '3s', batch_size: 500 },
   log: { level: 'info' },
+  preferences: { enabled: true },
   shutdown_timeout: '5s',
 };
 
@@ -147,7 +186,8 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   const procs: Harness['procs'] = [];
   let committed = 0;
   /** event id → the user and kind it was written for: what each channel must deliver, and to whom. */
-  const intended = new Map<string, { user: string; kind: string }>();
+  const intended = new Map<string, Intended>();
+  await new PreferenceStore(env.notice).set(CHOICES, Date.now());
   let rolledBack = 0;
   let writing = true;
 
@@ -194,7 +234,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     while (next < s.events) {
       const size = Math.min(1 + Math.floor(Math.random() * w.maxRowsPerTx), s.events - next);
       const rows = Array.from({ length: size }, () => w.row(++next));
-      for (const r of rows) intended.set(r.event_id!, { user: r.user_id!, kind: WALLET_KINDS[r.event_type] ?? 'wallet_notice' });
+      for (const r of rows) intended.set(r.event_id!, { app: r.app_code ?? 'lalu', user: r.user_id!, kind: WALLET_KINDS[r.event_type] ?? 'wallet_notice' });
       try {
         if (!conn) {
           conn = await env.owner.getConnection();
@@ -231,7 +271,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
       const write = sideFact(k, env, intended);
       // A write cut by a fault may have committed or not: the outbox is read back at the end.
       await retry(write, 10).catch(() => undefined);
-      await sleep(s.sideEveryMs ?? 200);
+      await sleep(s.sideEveryMs ?? 100);
     }
   };
   await Promise.all([
@@ -245,11 +285,14 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   await s.beforeDrain?.(h);
   const writtenAt = Date.now();
   // What the owners committed is what the outbox holds (a commit cut by a server restart may have landed or not).
-  const [outboxRows] = await retry(() => env.owner.query<any[]>(`SELECT event_id, event_type, user_id FROM \`${env.config.wallet_database}\`.wallet_outbox`));
+  const [outboxRows] = await retry(() =>
+    env.owner.query<any[]>(`SELECT app_code, event_id, event_type, user_id FROM \`${env.config.wallet_database}\`.wallet_outbox`),
+  );
   const committedIds = new Set<string>(outboxRows.map((r) => r.event_id as string));
   // Rows a scenario's injection wrote itself (late commits) are known only from the outbox.
   for (const r of outboxRows)
-    if (!intended.has(r.event_id)) intended.set(r.event_id, { user: String(r.user_id), kind: WALLET_KINDS[r.event_type] ?? 'wallet_notice' });
+    if (!intended.has(r.event_id))
+      intended.set(r.event_id, { app: String(r.app_code), user: String(r.user_id), kind: WALLET_KINDS[r.event_type] ?? 'wallet_notice' });
   for (const database of [env.config.room_database, env.config.activity_database]) {
     const table = database === env.config.room_database ? 'room_outbox' : 'activity_outbox';
     const [rows] = await retry(() => env.owner.query<any[]>(`SELECT event_id FROM \`${database}\`.${table}`));
@@ -268,9 +311,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   const deadline = Date.now() + 180_000;
   while (Date.now() < deadline) {
     const [rows] = await retry(() =>
-      env.notice.query<any[]>(
-        "SELECT COUNT(*) AS n FROM notice_delivery_events WHERE status IN ('delivered', 'delivered_unconfirmed', 'failed', 'superseded')",
-      ),
+      env.notice.query<any[]>(`SELECT COUNT(*) AS n FROM notice_delivery_events WHERE status IN (${[...FINAL].map(() => '?').join(', ')})`, [...FINAL]),
     );
     finalCount = Number(rows[0].n);
     if (finalCount >= expectedRows) break;
@@ -302,15 +343,34 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   }
   const [items] = await retry(() => env.notice.query<any[]>('SELECT source_event_id, user_id FROM notice_inbox_items'));
   for (const it of items) reached.inbox!.set(it.source_event_id, [...(reached.inbox!.get(it.source_event_id) ?? []), it.user_id]);
-  // A push carries accounts, not event ids; every push-kind fact of the side stream has a user of its own.
-  const pushEventOfUser = new Map([...intended].filter(([, v]) => pushKinds.has(v.kind)).map(([id, v]) => [v.user, id]));
+  // A push carries accounts, not event ids: a user's pushes are matched to that user's push rows, the ones the
+  // ledger says were sent first; a push beyond those rows is one the user did not want (suppressed, or over the cap).
+  const pushIdsOfUser = new Map<string, string[]>();
+  for (const [id, v] of intended) if (pushKinds.has(v.kind) && committedIds.has(id)) pushIdsOfUser.set(v.user, [...(pushIdsOfUser.get(v.user) ?? []), id]);
+  const sentFirst = (id: string) => ({ delivered: 0, delivered_unconfirmed: 1 })[ledgerByKey.get(`${id}|tencent_push`)?.status as string] ?? 2;
+  const pushesOfUser = new Map<string, number>();
+  let unwanted = 0;
+  const unwantedWhy: string[] = [];
   for (const p of env.fakeIm.pushes()) {
     if (p.duplicate) continue;
-    for (const user of p.accounts) {
-      const id = pushEventOfUser.get(user) ?? `unknown-push-user-${user}`;
-      reached.tencent_push!.set(id, [...(reached.tencent_push!.get(id) ?? []), user]);
+    for (const user of p.accounts) pushesOfUser.set(user, (pushesOfUser.get(user) ?? 0) + 1);
+  }
+  for (const [user, count] of pushesOfUser) {
+    const ids = [...(pushIdsOfUser.get(user) ?? [])].sort((a, b) => sentFirst(a) - sentFirst(b));
+    ids.slice(0, count).forEach((id) => reached.tencent_push!.set(id, [user]));
+    // More pushes than rows: the last row reached the user more than once (or, with no row, a push never written).
+    if (count > ids.length && ids.length > 0) reached.tencent_push!.set(ids.at(-1)!, Array(count - ids.length + 1).fill(user));
+    if (ids.length === 0) reached.tencent_push!.set(`unknown-push-user-${user}`, [user]);
+    // Mandatory kinds are not counted by the cap (none push today); every other push is.
+    if (count > PUSH_CAP) {
+      unwanted += count - PUSH_CAP;
+      unwantedWhy.push(
+        `${user}: ${count} pushes over a cap of ${PUSH_CAP} (rows: ${ids.map((id) => `${id}=${ledgerByKey.get(`${id}|tencent_push`)?.status}`).join(', ')})`,
+      );
     }
   }
+  let capShort = 0;
+  for (const [user, ids] of pushIdsOfUser) if (ids.length >= PUSH_CAP && (pushesOfUser.get(user) ?? 0) < PUSH_CAP) capShort++;
 
   const failedByCode: Record<string, number> = {};
   for (const r of ledger)
@@ -320,7 +380,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     }
   const byChannel: Record<string, ChannelCounts> = {};
   for (const channel of Object.keys(reached))
-    byChannel[channel] = { expected: 0, delivered: 0, failed: 0, superseded: 0, unconfirmed: 0, unconfirmed_unreached: 0, stuck: 0, lost: 0 };
+    byChannel[channel] = { expected: 0, delivered: 0, failed: 0, superseded: 0, suppressed: 0, unconfirmed: 0, unconfirmed_unreached: 0, stuck: 0, lost: 0 };
   let misdirected = crossApp;
   const unconfirmedByCode: Record<string, number> = {};
   for (const id of committedIds) {
@@ -329,7 +389,8 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
       counts.expected++;
       const row = ledgerByKey.get(`${id}|${channel}`);
       const got = reached[channel]!.get(id) ?? [];
-      if (row && !['failed', 'delivered', 'delivered_unconfirmed', 'superseded'].includes(row.status)) counts.stuck++;
+      const fact = intended.get(id)!;
+      if (row && !FINAL.has(row.status)) counts.stuck++;
       else if (!row || (row.status === 'delivered' && got.length === 0) || (channel === 'tencent_im_c2c' && unjustifiedIds.has(id))) counts.lost++;
       else if (row.status === 'delivered') counts.delivered++;
       else if (row.status === 'delivered_unconfirmed') {
@@ -338,7 +399,19 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
         const why = `${got.length === 0 ? 'unreached' : 'reached'}:${row.last_error_code}`;
         unconfirmedByCode[why] = (unconfirmedByCode[why] ?? 0) + 1;
       } else if (row.status === 'failed') counts.failed++;
-      else counts.superseded++;
+      else if (row.status === 'suppressed') {
+        // Right only if the user chose it (and the kind is not mandatory) or the cap was full: otherwise a lost notice.
+        const chosen =
+          row.last_error_code === 'PREFERENCE' && isOff(fact.app, fact.user, fact.kind, channel) && !env.config.preferences.mandatory_kinds.includes(fact.kind);
+        const capped = row.last_error_code === 'FREQUENCY_CAP' && channel === 'tencent_push' && (pushesOfUser.get(fact.user) ?? 0) >= PUSH_CAP;
+        if (!chosen && !capped) counts.lost++;
+        else counts.suppressed++;
+        if (got.length > 0) {
+          unwanted++;
+          unwantedWhy.push(`${id} on ${channel}: suppressed (${row.last_error_code}) yet reached ${got.join(', ')}`);
+        }
+      } else if (row.status === 'superseded') counts.superseded++;
+      else counts.lost++; // expired: no scenario sets an expiry, so none may end so
       misdirected += got.filter((user) => user !== intended.get(id)!.user).length;
     }
   }
@@ -375,6 +448,9 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     stuck,
     by_channel: byChannel,
     misdirected,
+    unwanted,
+    unwanted_why: unwantedWhy.slice(0, 20),
+    cap_short: capShort,
     failed_by_code: failedByCode,
     unconfirmed_by_code: unconfirmedByCode,
     fake_im_requests: env.fakeIm.getStats().requests,
@@ -394,30 +470,37 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   return result;
 }
 
+interface Intended {
+  app: string;
+  user: string;
+  kind: string;
+}
+
 const WALLET_KINDS: Record<string, string> = { WalletBalanceChanged: 'wallet_notice', VipActivated: 'vip_notice' };
 
 /** The k-th fact of the side stream, noted in `intended` before it is written. */
-function sideFact(k: number, env: TestEnv, intended: Map<string, { user: string; kind: string }>): () => Promise<void> {
+function sideFact(k: number, env: TestEnv, intended: Map<string, Intended>): () => Promise<void> {
   const at = { created_at_ms: Date.now() };
   switch (k % 6) {
     case 0: {
       const f = { ...kick(k), ...at };
-      intended.set(f.event_id, { user: (f.payload as any).target_user_id, kind: 'room_notice' });
+      intended.set(f.event_id, { app: 'lalu', user: (f.payload as any).target_user_id, kind: 'room_notice' });
       return () => insertRoomRows(env.owner, env.config.room_database, [f]);
     }
     case 1: {
       const f = { ...rocket(k), ...at };
-      intended.set(f.event_id, { user: (f.payload as any).reward_user_id, kind: 'room_notice' });
+      intended.set(f.event_id, { app: 'lalu', user: (f.payload as any).reward_user_id, kind: 'room_notice' });
       return () => insertRoomRows(env.owner, env.config.room_database, [f]);
     }
     case 5: {
       const r = { ...vipActivated(k), ...at };
-      intended.set(r.event_id!, { user: r.user_id!, kind: 'vip_notice' });
+      intended.set(r.event_id!, { app: 'lalu', user: r.user_id!, kind: 'vip_notice' });
       return () => insertWalletRows(env.owner, env.config.wallet_database, [r]);
     }
     default: {
-      const r = { ...activityEvent(k), ...at };
-      intended.set(r.event_id, { user: r.user_id!, kind: 'activity_notice' });
+      // Every third activity fact goes to one of two heavy users, so the push cap holds some back.
+      const r = { ...activityEvent(k), ...at, ...(k % 6 === 4 ? { user_id: String(69000 + (Math.floor(k / 6) % 2)) } : {}) };
+      intended.set(r.event_id, { app: 'lalu', user: r.user_id!, kind: 'activity_notice' });
       return () => insertActivityRows(env.owner, env.config.activity_database, [r]);
     }
   }

@@ -371,8 +371,8 @@ for (const scenario of scenarios.filter((s) => !only || only.includes(s.name))) 
 }
 
 const header =
-  '| scenario | faults injected | written (for inbox) | rolled back / cut | delivered C2C / inbox / push (unconfirmed) | superseded | failed (why) | requests | duplicate sends (filtered) | user-visible duplicates | misdirected | lost | stuck | drain s |';
-const lines = [header, '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|'];
+  '| scenario | faults injected | written (for inbox) | rolled back / cut | delivered C2C / inbox / push (unconfirmed) | superseded | suppressed (cap short) | failed (why) | requests | duplicate sends (filtered) | user-visible duplicates | misdirected | lost | stuck | drain s |';
+const lines = [header, '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|'];
 for (const r of results) {
   const why =
     Object.entries(r.failed_by_code)
@@ -383,9 +383,10 @@ for (const r of results) {
   const push = r.by_channel.tencent_push!;
   const pushCell =
     push.expected > 0 ? ` / ${push.delivered} (${push.unconfirmed}${push.unconfirmed_unreached ? `, ${push.unconfirmed_unreached} unreached` : ''})` : '';
+  const suppressed = Object.values(r.by_channel).reduce((n, c) => n + c.suppressed, 0);
   const requests = `${r.fake_im_requests}${push.expected > 0 ? ` + ${r.push_requests} push` : ''}`;
   lines.push(
-    `| ${r.scenario} | ${r.injections.length} | ${r.written} (${r.written_for_inbox}) | ${r.rolled_back} | ${c2c.delivered} / ${inbox.delivered}${pushCell} | ${r.superseded} | ${r.failed}${r.failed ? ` (${why})` : ''} | ${requests} | ${r.duplicate_sends} | ${r.user_visible_duplicates} | ${r.misdirected} | ${r.lost} | ${r.stuck} | ${r.drain_seconds} |`,
+    `| ${r.scenario} | ${r.injections.length} | ${r.written} (${r.written_for_inbox}) | ${r.rolled_back} | ${c2c.delivered} / ${inbox.delivered}${pushCell} | ${r.superseded} | ${suppressed}${r.cap_short ? ` (${r.cap_short})` : ''} | ${r.failed}${r.failed ? ` (${why})` : ''} | ${requests} | ${r.duplicate_sends} | ${r.user_visible_duplicates} | ${r.misdirected} | ${r.lost} | ${r.stuck} | ${r.drain_seconds} |`,
   );
 }
 const table = lines.join('\n');
@@ -399,6 +400,7 @@ const problems = results.flatMap((r) => [
     ...(c.stuck > 0 ? [`${r.scenario}: ${c.stuck} ${channel} deliveries stuck (ledger row never final)`] : []),
   ]),
   ...(r.misdirected > 0 ? [`${r.scenario}: ${r.misdirected} messages or inbox items reached the wrong user`] : []),
+  ...(r.unwanted > 0 ? [`${r.scenario}: ${r.unwanted} sends the user did not want (a suppressed row sent, or pushes over the cap)`] : []),
   ...(r.phantom > 0 ? [`${r.scenario}: ${r.phantom} messages for events never committed`] : []),
   ...(r.user_visible_duplicates > 0 ? [`${r.scenario}: ${r.user_visible_duplicates} events reached a user twice`] : []),
   ...r.secret_leaks.map((l) => `${r.scenario}: secret in logs: ${l}`),
