@@ -5,7 +5,7 @@
  * Run once as shipped (priorities, superseded balances skipped) and once with both off (one FIFO queue, every
  * balance sent), in the same bench run.
  */
-import { createWorld, PIPELINE } from './world.ts';
+import { createWorld, PIPELINE, type World } from './world.ts';
 import { RemoteFakeIm } from './remote-fake-im.ts';
 import { insertWalletRows, type WalletRow } from '../test/helpers/outbox.ts';
 import { insertRoomRows, kick } from '../test/helpers/room.ts';
@@ -18,6 +18,9 @@ export interface OverloadOptions {
   imLatencyMs: number;
   /** Priorities and superseded skipping on (as shipped) or both off. */
   shipped: boolean;
+  /** Config on top (e.g. preferences on or off), and data to seed before the processes start. */
+  overrides?: Record<string, unknown>;
+  setup?: (world: World) => Promise<void>;
 }
 
 const STORM_USER_BASE = 50_000;
@@ -53,8 +56,10 @@ export async function overloadRun(o: OverloadOptions) {
     tencent_im: { request_timeout: '3s', rate_limit_per_second: 200, base_url: im.url },
     room_notice_worker: { enabled: true, poll_interval: '100ms', batch_size: 100, lock_ttl: '30s', max_retry_count: 10, gap_grace: '60s' },
     deliver: { ...PIPELINE.deliver, ...deliver },
+    ...o.overrides,
   });
   try {
+    await o.setup?.(world);
     await im.start(world.env.configFile);
     await im.setFaults({ delay_ms: o.imLatencyMs, rate_limit_per_second: 200, rate_limit_counts_rejected: true });
     for (let i = 0; i < 2; i++) await world.spawn('deliver');

@@ -171,6 +171,23 @@ export function renderMarkdown(r: Record<string, any>): string {
       out.push(`| ${c.apps} | ${c.events} | ${c.events_per_second} | ${c.deliver_cpu_ms_per_event} | ${c.ingest_cpu_ms_per_event} |`);
     out.push('');
   }
+  if (r.preferences) {
+    const p = r.preferences;
+    out.push(
+      `**Preferences** (${p.users} users each holding a choice vs preferences off, alternating; capacity: ${p.events} events, 1 ingest + 1 deliver)`,
+      '',
+      '| | off | on | on / off |',
+      '|---|---|---|---|',
+      `| capacity events/s (runs) | ${p.off.median_events_per_second} (${p.off.runs.join(', ')}) | ${p.on.median_events_per_second} (${p.on.runs.join(', ')}) | ${p.ratio_on_to_off} |`,
+      `| MySQL statements/event | ${p.off.median_mysql_statements_per_event} | ${p.on.median_mysql_statements_per_event} | |`,
+    );
+    if (p.overload)
+      for (const k of ['kick_p99_ms', 'newest_balance_after_burst_s'])
+        out.push(
+          `| overload ${k.replace(/_/g, ' ')} (runs) | ${p.overload.off[k].median} (${p.overload.off[k].runs.join(', ')}) | ${p.overload.on[k].median} (${p.overload.on[k].runs.join(', ')}) | ${p.overload.ratio_on_to_off[k]} |`,
+        );
+    out.push('');
+  }
   if (r.footprint)
     out.push(
       `**Footprint**: Redis ${r.footprint.redis_bytes_per_waiting_job} bytes per waiting job; ingest peak RSS ${r.footprint.ingest_peak_rss_mb} MB.`,
@@ -225,6 +242,8 @@ function targets(r: Record<string, any>): string[] {
     for (const k of ['idle_poll', 'batch_poll'])
       rows.push([`${k.replace('_', ' ')} at step 7 within 1.5× of step 1`, `${r.sparse.ratios[k]}×`, r.sparse.ratios[k] <= 1.5]);
   }
+  if (r.preferences)
+    rows.push(["capacity with 100k users' preferences within 10 % of none", `${r.preferences.ratio_on_to_off}×`, r.preferences.ratio_on_to_off >= 0.9]);
   const deliverRss = r.capacity_1x1
     ? Object.entries(r.capacity_1x1.peak_rss_mb)
         .filter(([k]) => k.startsWith('deliver'))

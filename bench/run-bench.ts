@@ -126,6 +126,31 @@ if (want('preferences')) {
     log(`preferences: capacity 1+1 with ${users} users' preferences, run ${i + 1}/${RUNS}`);
     runs.on.push(await capacity(1, 1, events, { preferences: { enabled: true } }, seed));
   }
+  // Overload as shipped (the storm against the 200/s quota, kicks all along), preferences off and on, alternating.
+  const size = SMOKE ? { users: 30, versions: 5 } : { users: 300, versions: 20 };
+  const storms: Record<'off' | 'on', Array<Awaited<ReturnType<typeof overloadRun>>>> = { off: [], on: [] };
+  for (let i = 0; i < RUNS; i++) {
+    for (const enabled of [false, true]) {
+      log(`preferences: overload ${enabled ? `with ${users} users' preferences` : 'without preferences'}, run ${i + 1}/${RUNS}`);
+      storms[enabled ? 'on' : 'off'].push(
+        await overloadRun({
+          ...size,
+          kickEveryMs: 250,
+          imLatencyMs: IM_LATENCY_MS,
+          shipped: true,
+          overrides: { preferences: { enabled } },
+          setup: enabled ? seed : undefined,
+        }),
+      );
+    }
+  }
+  const stormSummary = (list: Array<Awaited<ReturnType<typeof overloadRun>>>) =>
+    Object.fromEntries(
+      (['kick_p50_ms', 'kick_p99_ms', 'newest_balance_after_burst_s', 'requests'] as const).map((k) => [
+        k,
+        { median: medianOf(list, (r) => r[k]), runs: list.map((r) => r[k]) },
+      ]),
+    );
   const off = medianOf(runs.off, (r) => r.events_per_second);
   const on = medianOf(runs.on, (r) => r.events_per_second);
   report.preferences = {
@@ -142,6 +167,24 @@ if (want('preferences')) {
       median_mysql_statements_per_event: medianOf(runs.on, (r) => r.mysql_statements_per_event),
     },
     ratio_on_to_off: Math.round((on / off) * 100) / 100,
+    overload: {
+      ...size,
+      off: stormSummary(storms.off),
+      on: stormSummary(storms.on),
+      ratio_on_to_off: Object.fromEntries(
+        (['kick_p99_ms', 'newest_balance_after_burst_s'] as const).map((k) => [
+          k,
+          Math.round(
+            (medianOf(storms.on, (r) => r[k]) /
+              Math.max(
+                medianOf(storms.off, (r) => r[k]),
+                0.001,
+              )) *
+              100,
+          ) / 100,
+        ]),
+      ),
+    },
   };
 }
 
