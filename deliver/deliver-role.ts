@@ -22,6 +22,8 @@ import { channelLedger, deliveryLedger } from '../src/delivery/ledger-port.ts';
 import { skipSuperseded } from '../src/delivery/wrappers/skip-superseded.ts';
 import { expireStale } from '../src/delivery/wrappers/expire-stale.ts';
 import { respectPreferences } from '../src/delivery/wrappers/respect-preferences.ts';
+import { respectQuietHours } from '../src/delivery/wrappers/respect-quiet-hours.ts';
+import { QuietHoursStore } from '../src/quiet-hours/store.ts';
 import { PreferenceStore } from '../src/preferences/store.ts';
 import { tencentApps } from '../src/config/tencent-apps.ts';
 import { channelRoutes } from '../src/channels/routing.ts';
@@ -87,6 +89,7 @@ export class DeliverRole implements Role {
     const port = deliveryLedger(hot, ledger, this.workerId);
     // One store for every channel, so a claim batch's preference look-ups are one statement.
     const preferences = new PreferenceStore(this.pool);
+    const quietHours = new QuietHoursStore(this.pool);
     for (const module of this.modules) {
       const sender = await module.create({
         config: this.config,
@@ -98,12 +101,18 @@ export class DeliverRole implements Role {
         metrics: this.metrics,
       });
       // Decisions around every channel's send are wrappers (src/delivery/wrappers/), outermost first: expiry, the
-      // user's preferences, superseding; each finishes a row unsent with its own status and spends no quota.
+      // user's preferences, quiet hours, superseding; each finishes a row unsent with its own status and spends no quota.
       const newest = skipSuperseded(sender, {
         skips: (eventType) => this.config.deliver.skip_superseded[eventType] === true,
         newerVersion: (row) => hot.newerVersion(row),
       });
-      const chosen = respectPreferences(newest, {
+      const timed = respectQuietHours(newest, {
+        policy: this.config.quiet_hours.enabled ? (this.config.quiet_hours.policy[module.name] ?? null) : null,
+        silenceable: this.config.quiet_hours.enabled && module.silencedBy !== undefined,
+        mandatory: (kind) => this.config.preferences.mandatory_kinds.includes(kind),
+        hoursOf: (appCode, userId) => quietHours.get(appCode, userId),
+      });
+      const chosen = respectPreferences(timed, {
         mandatory: (kind) => !this.config.preferences.enabled || this.config.preferences.mandatory_kinds.includes(kind),
         isOff: (key) => preferences.isOff(key),
         silencedBy: module.silencedBy,

@@ -230,3 +230,19 @@ export const noticePreferences = mysqlTable(
   },
   (t) => [primaryKey({ name: 'pk_notice_preferences', columns: [t.appCode, t.userId, t.noticeKind, t.channel] })],
 );
+
+/**
+ * A user's quiet hours (PreferencesService SetQuietHours): an IANA zone and up to four daily windows, as JSON text
+ * ([{start, end}]). One row per user; no row = never quiet.
+ */
+export const noticeQuietHours = mysqlTable(
+  'notice_quiet_hours',
+  {
+    appCode: varchar('app_code', { length: 32 }).notNull(),
+    userId: varbinary('user_id', { length: 256 }).notNull(),
+    timeZone: varchar('time_zone', { length: 64 }).notNull(),
+    windows: varchar('windows', { length: 512 }).notNull(),
+    updatedAtMs: bigint('updated_at_ms', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ name: 'pk_notice_quiet_hours', columns: [t.appCode, t.userId] })],
+);

@@ -46,6 +46,8 @@ export function routingProblems(config: NoticeConfig): string[] {
       if (!names.includes(channel)) problems.push(`channel_overrides.${eventType}: unknown channel "${channel}" (channels: ${names.join(', ')})`);
     }
   }
+  for (const channel of Object.keys(config.quiet_hours.policy))
+    if (!names.includes(channel)) problems.push(`quiet_hours.policy: unknown channel "${channel}" (channels: ${names.join(', ')})`);
   return problems;
 }
 

@@ -24,11 +24,13 @@ export type ChannelOutcome =
   /** Not sent at all: a newer version of the same notice is sent or on its way. */
   | { kind: 'superseded'; newerEventId: string }
   /** Not sent at all, by the user's choice: their preference, or the push cap. */
-  | { kind: 'suppressed'; reason: 'preference' | 'frequency_cap'; detail: string }
+  | { kind: 'suppressed'; reason: 'preference' | 'frequency_cap' | 'quiet_hours'; detail: string }
   /** Not sent at all: older than its kind's expire_after when its turn came. */
   | { kind: 'expired'; ageMs: number; limitMs: number }
   /** Not sent at all: no send slot within the ledger lock; claim again at `retryAtMs`, unspent. */
-  | { kind: 'not_now'; code: string; message: string; retryAtMs: number };
+  | { kind: 'not_now'; code: string; message: string; retryAtMs: number }
+  /** Not its moment (the user's quiet hours): the row waits in the ledger until `untilMs`, then is decided again. */
+  | { kind: 'deferred'; reason: 'quiet_hours'; detail: string; untilMs: number };
 
 export interface SendContext {
   /** When the claim's ledger lock ends (null: no lock); a send must end before it. */

@@ -186,6 +186,20 @@ const coreShape = {
       mandatory_kinds: z.array(noticeKindKey).default(() => ['room_notice']),
     })
     .default(() => ({ enabled: true, mandatory_kinds: ['room_notice'] })),
+  /**
+   * Users' quiet hours (PreferencesService SetQuietHours): per channel, `defer` holds a notice in the ledger until
+   * the window ends, `drop` ends it `suppressed` (QUIET_HOURS); channels not listed go at once, a C2C message without
+   * its phone notification (PushFlag 1). The inbox is never held, and mandatory kinds always go at once.
+   */
+  quiet_hours: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      policy: z
+        .record(z.string().min(1), z.enum(['defer', 'drop']))
+        .refine((p) => !('inbox' in p), 'quiet_hours.policy.inbox: the inbox is never held (an item waits to be read anyway)')
+        .default(() => ({ tencent_push: 'defer' as const })),
+    })
+    .default(() => ({ enabled: true, policy: { tencent_push: 'defer' as const } })),
   /** How operators see times: every page, the CLI and the audit use this IANA zone, labelled (one clock). */
   display: z
     .strictObject({ time_zone: z.string().refine(isTimeZone, 'an IANA time zone such as "UTC" or "Asia/Shanghai"').default('UTC') })

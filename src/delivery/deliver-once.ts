@@ -18,6 +18,8 @@ export interface DeliveryLedger {
   recordFailed(key: LedgerKey, code: string, message: string, nowMs: number): Promise<boolean>;
   recordUnconfirmed(key: LedgerKey, ref: string, code: string, message: string, nowMs: number): Promise<boolean>;
   recordRetryable(key: LedgerKey, code: string, message: string, nextRetryAtMs: number, nowMs: number): Promise<boolean>;
+  /** Not the notice's moment: the claim goes back unspent and the row waits in the ledger until `dueAtMs`. */
+  recordDeferred(key: LedgerKey, reason: string, detail: string, dueAtMs: number, nowMs: number): Promise<boolean>;
   /** Gives the claim back without spending an attempt (rate limit, no slot): the row is claimable again at `retryAtMs`. */
   release(key: LedgerKey, code: string, message: string, retryAtMs: number, nowMs: number): Promise<boolean>;
 }
@@ -111,7 +113,7 @@ export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey): Promise
 
   const outcome = await channel.send(row, { lockUntilMs: row.lockUntilMs });
   const at = now();
-  const observe = (result: DeliveryOutcome, sent: Exclude<ChannelOutcome, { kind: 'superseded' | 'not_now' | 'expired' | 'suppressed' }>) => {
+  const observe = (result: DeliveryOutcome, sent: Exclude<ChannelOutcome, { kind: 'superseded' | 'not_now' | 'expired' | 'suppressed' | 'deferred' }>) => {
     ports.onOutcome?.(result, row);
     const m = ports.metrics;
     if (!m) return;
@@ -163,6 +165,15 @@ export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey): Promise
     case 'expired': {
       const reason = `${Math.round(outcome.ageMs / 1000)} s old, past ${row.noticeKind}'s expire_after (${Math.round(outcome.limitMs / 1000)} s)`;
       return finishedUnsent('expired', await ledger.recordExpired(key, reason, at), { errorCode: 'EXPIRED', errorMessage: reason }, '');
+    }
+    case 'deferred': {
+      if (!(await ledger.recordDeferred(key, outcome.reason, outcome.detail, outcome.untilMs, at))) {
+        log().warn('deferred, but the ledger lock was taken over meanwhile; the other worker finishes the row');
+        return { action: 'complete', result: 'lock-lost' };
+      }
+      story({ event: 'deferred', errorCode: outcome.reason.toUpperCase(), errorMessage: outcome.detail });
+      ports.metrics?.deferrals.inc({ channel: key.channel, reason: outcome.reason });
+      return { action: 'delay', untilMs: outcome.untilMs };
     }
     case 'not_now': {
       // Like an over-frequency answer, this gives the claim back and spends no attempt.

@@ -113,6 +113,14 @@ export class Reconciler {
       if (maxQueued !== Infinity && (await queues.queuedJobs()) >= maxQueued) break;
     }
 
+    if (metrics) {
+      // Deferred rows are released by their delayed jobs, or by the pass above once due; one still waiting a minute
+      // after its moment means neither happened (notice_deferred_overdue alerts).
+      const deferred = await ledger.countDeferred(nowMs, 60_000);
+      metrics.deferred.set(deferred.waiting);
+      metrics.deferredOverdue.set(deferred.overdue);
+    }
+
     const retention = config.retention;
     // Each final status by the retention the status table gives it (superseded as delivered, unconfirmed as failed).
     for (const { status, retention: keep } of PURGEABLE_STATUSES) {

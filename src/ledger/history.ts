@@ -2,7 +2,17 @@ import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import type { LedgerKey } from './types.ts';
 import { clipText } from '../platform/text.ts';
 
-export type HistoryEvent = 'retryable' | 'failed' | 'poison' | 'superseded' | 'suppressed' | 'expired' | 'delivered' | 'delivered_unconfirmed' | 'requeued';
+export type HistoryEvent =
+  | 'retryable'
+  | 'failed'
+  | 'poison'
+  | 'superseded'
+  | 'suppressed'
+  | 'expired'
+  | 'deferred'
+  | 'delivered'
+  | 'delivered_unconfirmed'
+  | 'requeued';
 
 export interface HistoryEntry {
   key: LedgerKey;

@@ -4,6 +4,8 @@ import { STATUS_TABLE } from './status.ts';
 import type { LedgerRow } from './types.ts';
 import type { TimelineFact } from './timeline.ts';
 
+const SUPPRESSED_BY: Record<string, string> = { FREQUENCY_CAP: 'over the per-user push cap', QUIET_HOURS: "the user's quiet hours (policy drop)" };
+
 /** One channel's row of a fact, in words: where it stands and why. */
 export function channelStanding(row: LedgerRow, zone: string, maxRetryCount?: number) {
   const guide = errorGuideFor(row.lastErrorCode);
@@ -17,7 +19,10 @@ export function channelStanding(row: LedgerRow, zone: string, maxRetryCount?: nu
       case 'superseded':
         return `not sent: superseded by ${row.supersededBy ?? 'a newer version'}`;
       case 'suppressed':
-        return `not sent: ${row.lastErrorCode === 'FREQUENCY_CAP' ? 'over the per-user push cap' : "the user's preference"} (${row.lastError ?? ''})`;
+        return `not sent: ${SUPPRESSED_BY[row.lastErrorCode ?? ''] ?? "the user's preference"} (${row.lastError ?? ''})`;
+      case 'deferred':
+        // The wrapper wrote the moment on the user's clock ("deferred until 08:00 Asia/Shanghai (quiet hours)").
+        return `${row.lastError ?? 'deferred'}; due ${formatTime(row.nextRetryAtMs, zone)}`;
       case 'expired':
         return `not sent: expired (${row.lastError ?? "older than its kind's expire_after"})`;
       case 'pending':

@@ -194,6 +194,18 @@ export class LedgerRepository {
     ]);
   }
 
+  /** Not its moment yet (quiet hours): the claim is given back unspent and the row waits, in MySQL, until `dueAtMs`. */
+  async recordDeferred(key: LedgerKey, workerId: string, reason: string, detail: string, dueAtMs: number, nowMs: number): Promise<boolean> {
+    return this.finishAttempt(
+      'recordDeferred',
+      key,
+      workerId,
+      nowMs,
+      `status = 'deferred', provider_ref = NULL, next_retry_at_ms = ?, last_error_code = ?, last_error = ?, claim_count = claim_count - 1`,
+      [dueAtMs, reason.toUpperCase().slice(0, 32), clip(detail)],
+    );
+  }
+
   async releaseRateLimited(key: LedgerKey, workerId: string, code: string, message: string, nextRetryAtMs: number, nowMs: number): Promise<boolean> {
     return this.finishAttempt(
       'releaseRateLimited',
@@ -203,6 +215,15 @@ export class LedgerRepository {
       `status = 'retryable', provider_ref = NULL, next_retry_at_ms = ?, last_error_code = ?, last_error = ?, claim_count = claim_count - 1`,
       [nextRetryAtMs, code, clip(message)],
     );
+  }
+
+  /** Deferred rows, and those whose moment passed more than `overdueMs` ago: a range scan of idx_nde_status_retry. */
+  async countDeferred(nowMs: number, overdueMs: number): Promise<{ waiting: number; overdue: number }> {
+    const [rows] = await this.pool.query<RowDataPacket[]>(
+      `SELECT COUNT(*) AS waiting, COALESCE(SUM(next_retry_at_ms < ?), 0) AS overdue FROM ${TABLE} FORCE INDEX (idx_nde_status_retry) WHERE status = 'deferred'`,
+      [nowMs - overdueMs],
+    );
+    return { waiting: Number(rows[0]!.waiting), overdue: Number(rows[0]!.overdue) };
   }
 
   /**
@@ -221,8 +242,10 @@ export class LedgerRepository {
        UNION ALL
        (SELECT ${columns} FROM ${TABLE} FORCE INDEX (idx_nde_status_retry) WHERE status = 'retryable' AND next_retry_at_ms < ? ORDER BY next_retry_at_ms LIMIT ?)
        UNION ALL
+       (SELECT ${columns} FROM ${TABLE} FORCE INDEX (idx_nde_status_retry) WHERE status = 'deferred' AND next_retry_at_ms < ? ORDER BY next_retry_at_ms LIMIT ?)
+       UNION ALL
        (SELECT ${columns} FROM ${TABLE} FORCE INDEX (idx_nde_status_updated) WHERE status = 'delivering' AND updated_at_ms < ? AND lock_until_ms < ? ORDER BY updated_at_ms LIMIT ?)`,
-      [nowMs - pendingGraceMs, limit, nowMs - pendingGraceMs, limit, nowMs - pendingGraceMs, nowMs, limit],
+      [nowMs - pendingGraceMs, limit, nowMs - pendingGraceMs, limit, nowMs - pendingGraceMs, limit, nowMs - pendingGraceMs, nowMs, limit],
     );
     return rows.map((r) => ({
       sourceName: r.source_name,
@@ -246,7 +269,7 @@ export class LedgerRepository {
       await retryOnDeadlock(() =>
         this.pool.query<ResultSetHeader>(
           `UPDATE ${TABLE}
-            SET next_retry_at_ms = CASE WHEN status = 'retryable' THEN ? ELSE next_retry_at_ms END, updated_at_ms = ?
+            SET next_retry_at_ms = CASE WHEN status IN ('retryable', 'deferred') THEN ? ELSE next_retry_at_ms END, updated_at_ms = ?
           WHERE ${group.where.sql} AND ${inFlightSql()} AND updated_at_ms < ?`,
           [nowMs, nowMs, ...group.where.params, readAtMs],
         ),

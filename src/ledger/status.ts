@@ -15,6 +15,13 @@ export const STATUS_TABLE = {
     alarming: false,
   },
   retryable: { meaning: 'a send failed for now; retried at next_retry_at', final: false, retention: null, carriesNewerVersion: true, alarming: false },
+  deferred: {
+    meaning: "waiting for its moment (the user's quiet hours): sent when next_retry_at comes",
+    final: false,
+    retention: null,
+    carriesNewerVersion: true,
+    alarming: false,
+  },
   failed: {
     meaning: 'given up (permanent error or retries spent); an operator may requeue it',
     final: true,

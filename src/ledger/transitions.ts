@@ -6,6 +6,7 @@ import { DELIVERY_STATUSES, STATUS_TABLE, type DeliveryStatus } from './status.t
  *
  *   pending ──claim──▶ delivering ──▶ delivered
  *   retryable ─claim─▶ delivering ──▶ retryable (transient error / rate limited, lock released)
+ *   deferred ──claim─▶ delivering ──▶ deferred (not its moment yet: quiet hours; lock released, no attempt spent)
  *   delivering (lock expired) ─claim─▶ delivering              └──▶ failed (permanent, or retries exhausted)
  *   failed ──operator requeue──▶ pending           └──▶ superseded (a newer version was already in the ledger; no send)
  *                                                  └──▶ delivered_unconfirmed (may have arrived; not resent by policy)
@@ -15,7 +16,8 @@ import { DELIVERY_STATUSES, STATUS_TABLE, type DeliveryStatus } from './status.t
 export const TRANSITIONS: Readonly<Record<DeliveryStatus, readonly DeliveryStatus[]>> = {
   pending: ['delivering'],
   retryable: ['delivering'],
-  delivering: ['delivering', 'delivered', 'delivered_unconfirmed', 'retryable', 'failed', 'superseded', 'suppressed', 'expired'],
+  deferred: ['delivering'],
+  delivering: ['delivering', 'delivered', 'delivered_unconfirmed', 'retryable', 'deferred', 'failed', 'superseded', 'suppressed', 'expired'],
   delivered: [],
   delivered_unconfirmed: [],
   failed: ['pending'],
@@ -61,6 +63,7 @@ export const STATEMENTS = {
   recordDelivered: { to: 'delivered', lock: 'ours' },
   recordRetryable: { to: 'retryable', lock: 'ours' },
   releaseRateLimited: { to: 'retryable', lock: 'ours' },
+  recordDeferred: { to: 'deferred', lock: 'ours' },
   recordFailed: { to: 'failed', lock: 'ours' },
   recordUnconfirmed: { to: 'delivered_unconfirmed', lock: 'ours' },
   recordSuperseded: { to: 'superseded', lock: 'ours' },

@@ -97,6 +97,22 @@ export class NoticeMetrics {
     labelNames: ['source', 'channel', 'notice_kind', 'outcome', 'error_code'],
     registers: [this.registry],
   });
+  readonly deferrals = new Counter({
+    name: 'notice_deferrals_total',
+    help: 'Notices held back to wait for their moment (reason: quiet_hours), by channel',
+    labelNames: ['channel', 'reason'],
+    registers: [this.registry],
+  });
+  readonly deferred = new Gauge({
+    name: 'notice_deferred',
+    help: 'Ledger rows waiting for their moment (status deferred), counted by the reconciler leader each pass',
+    registers: [this.registry],
+  });
+  readonly deferredOverdue = new Gauge({
+    name: 'notice_deferred_overdue',
+    help: 'Deferred rows whose moment passed more than 60 s ago and are still waiting (should be 0)',
+    registers: [this.registry],
+  });
   readonly retries = new Counter({
     name: 'notice_delivery_retries_total',
     help: 'Attempts that will be retried',

@@ -130,6 +130,13 @@ export const ERROR_GUIDE: readonly ErrorGuideEntry[] = [
     action: 'Nothing to do: the notice still reached the inbox and C2C; only the phone push was held back.',
   },
   {
+    codes: ['QUIET_HOURS'],
+    title: "in the user's quiet hours: deferred until they end (status deferred), or dropped where quiet_hours.policy says drop",
+    retried: false,
+    action:
+      "Nothing to do: a deferred notice goes when the window ends (inspect shows when, on the user's clock). If notice_deferred_overdue is above 0, deliver is not releasing them: check deliver and the reconciler.",
+  },
+  {
     codes: ['SEND_INTERRUPTED'],
     title: 'a push that may have reached the phone was interrupted (recorded delivered_unconfirmed)',
     retried: false,

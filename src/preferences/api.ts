@@ -7,6 +7,8 @@ import { modulesOf } from '../config/modules.ts';
 import { recipientProblem } from '../intake/fact-validation.ts';
 import { describeError } from '../platform/errors.ts';
 import type { PreferenceStore } from './store.ts';
+import type { QuietHoursStore } from '../quiet-hours/store.ts';
+import { quietHoursHandlers } from '../quiet-hours/api.ts';
 
 export const PREFERENCES_PROTO = fileURLToPath(new URL('../../proto/notice/preferences/v1/preferences.proto', import.meta.url));
 
@@ -53,7 +55,7 @@ const update = z.object({
     .max(100, 'preferences: at most 100 per call'),
 });
 
-function ownerOf(raw: unknown): { appCode: string; userId: string } {
+export function ownerOf(raw: unknown): { appCode: string; userId: string } {
   const parsed = caller.safeParse(raw);
   if (!parsed.success) throw new PreferenceRequestError(parsed.error.issues[0]!.message);
   const { app_code: appCode, user_id: userId } = parsed.data;
@@ -103,14 +105,20 @@ export function preferenceHandlers(store: PreferenceStore, grid: PreferenceGrid,
 }
 
 /** Adds PreferencesService to the inbox API's server: the same listener, the same guard (mutual TLS beyond loopback). */
-export async function addPreferencesService(server: grpc.Server, store: PreferenceStore, grid: PreferenceGrid, logger: Logger): Promise<unknown> {
+export async function addPreferencesService(
+  server: grpc.Server,
+  store: PreferenceStore,
+  quiet: QuietHoursStore,
+  grid: PreferenceGrid,
+  logger: Logger,
+): Promise<unknown> {
   const grpcJs = await import('@grpc/grpc-js');
   const protoLoader = await import('@grpc/proto-loader');
   const definition = await protoLoader.load(PREFERENCES_PROTO, { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
   const pkg = grpcJs.loadPackageDefinition(definition) as unknown as {
     notice: { preferences: { v1: { PreferencesService: { service: grpc.ServiceDefinition } } } };
   };
-  const handlers = preferenceHandlers(store, grid);
+  const handlers = { ...preferenceHandlers(store, grid), ...quietHoursHandlers(quiet) };
   const unary = Object.fromEntries(
     Object.entries(handlers).map(([name, handler]) => [
       name,

@@ -10,6 +10,8 @@ import { PrivateMariaDb } from '../helpers/mariadb-server.ts';
 import { spawnNotice, waitForOutput, type Spawned } from '../helpers/spawn.ts';
 import type { Faults } from '../../src/fake-im/server.ts';
 import { PreferenceStore, type PreferenceKey } from '../../src/preferences/store.ts';
+import { QuietHoursStore } from '../../src/quiet-hours/store.ts';
+import { DateTime } from 'luxon';
 import { STATUS_TABLE, type DeliveryStatus } from '../../src/ledger/status.ts';
 
 export const OUT_DIR = join(process.cwd(), '.tmp', 'faults');
@@ -53,6 +55,11 @@ export interface Scenario {
    * These are the kinds the inbox takes, so every scenario exercises both channels.
    */
   sideEveryMs?: number;
+  /**
+   * Quiet hours for every activity user and both heavy users, ending this long after the processes start: their
+   * pushes wait in the ledger until then (a push that reaches them earlier is unwanted).
+   */
+  quietForMs?: number;
 }
 
 export interface Harness {
@@ -62,6 +69,8 @@ export interface Harness {
   procs: Array<{ role: string; proc: Spawned }>;
   progress(): number;
   writing(): boolean;
+  /** When the quiet hours of a quietForMs scenario end (epoch ms), or null. */
+  quietUntilMs: number | null;
   spawn(role: 'ingest' | 'deliver'): Promise<Spawned>;
   kill(proc: Spawned, signal?: NodeJS.Signals): Promise<void>;
   note(text: string): void;
@@ -103,6 +112,8 @@ export interface ScenarioResult {
   /** Sends a user did not want: a suppressed row that reached them anyway, or pushes beyond the cap. */
   unwanted: number;
   unwanted_why: string[];
+  /** quietForMs scenarios: the quiet users' pushes, and how long after their quiet hours ended they went out. */
+  quiet_pushes?: { count: number; first_after_ms: number | null; median_after_ms: number | null };
   /** Users whose pushes stopped short of the cap although more were written (an over-count: allowed, reported). */
   cap_short: number;
   failed_by_code: Record<string, number>;
@@ -128,6 +139,8 @@ const APP_OF_SDK: Record<number, string> = { 1400000001: 'lalu', [HALA.sdkAppId]
 const twoAppRow = (n: number): WalletRow => ({ ...balanceChanged(n), app_code: n % 2 === 1 ? 'hala' : 'lalu' });
 
 const PUSH_CAP = 2;
+/** Users with quiet hours in a quietForMs scenario: the activity users of the side stream and the two heavy ones. */
+const QUIET_USERS = [...Array.from({ length: 1500 }, (_, k) => String(60000 + k)), '69000', '69001'];
 /** Users' choices in every scenario, stored before the processes start. */
 const CHOICES: Array<PreferenceKey & { enabled: boolean }> = [
   // A wallet user of each app turned balance messages off: their rows end suppressed and nothing is sent.
@@ -197,6 +210,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     mariadb,
     procs,
     progress: () => committed / s.events,
+    quietUntilMs: null,
     writing: () => writing,
     async spawn(role) {
       const proc = spawnNotice([role, '--config', env.configFile]);
@@ -212,6 +226,13 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     note: (text) => injections.push(`${((Date.now() - started) / 1000).toFixed(1)}s ${text}`),
   };
 
+  if (s.quietForMs) {
+    const until = DateTime.now().setZone('Asia/Shanghai').plus({ milliseconds: s.quietForMs }).set({ millisecond: 0 });
+    h.quietUntilMs = until.toMillis();
+    const window = { start: until.minus({ hours: 1 }).toFormat('HH:mm:ss'), end: until.toFormat('HH:mm:ss') };
+    const store = new QuietHoursStore(env.notice);
+    for (const userId of QUIET_USERS) await store.set('lalu', userId, { timeZone: 'Asia/Shanghai', windows: [window] }, Date.now());
+  }
   for (let i = 0; i < s.ingest; i++) await h.spawn('ingest');
   for (let i = 0; i < s.deliver; i++) await h.spawn('deliver');
   const started = Date.now();
@@ -369,6 +390,22 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
       );
     }
   }
+  // Nothing reaches a quiet user's phone before their quiet hours end.
+  if (h.quietUntilMs !== null)
+    for (const p of env.fakeIm.pushes())
+      for (const user of p.accounts)
+        if (QUIET_USERS.includes(user) && p.receivedAtMs < h.quietUntilMs) {
+          unwanted++;
+          unwantedWhy.push(`${user}: a push ${h.quietUntilMs - p.receivedAtMs} ms before their quiet hours ended`);
+        }
+  // How the quiet users' pushes went out: how many, and when after their quiet hours ended (ms).
+  const quietPushAfter =
+    h.quietUntilMs === null
+      ? []
+      : env.fakeIm
+          .pushes()
+          .flatMap((p) => p.accounts.filter((u) => QUIET_USERS.includes(u)).map(() => p.receivedAtMs - h.quietUntilMs!))
+          .sort((a, b) => a - b);
   let capShort = 0;
   for (const [user, ids] of pushIdsOfUser) if (ids.length >= PUSH_CAP && (pushesOfUser.get(user) ?? 0) < PUSH_CAP) capShort++;
 
@@ -451,6 +488,15 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     unwanted,
     unwanted_why: unwantedWhy.slice(0, 20),
     cap_short: capShort,
+    ...(h.quietUntilMs !== null
+      ? {
+          quiet_pushes: {
+            count: quietPushAfter.length,
+            first_after_ms: quietPushAfter[0] ?? null,
+            median_after_ms: quietPushAfter[Math.floor(quietPushAfter.length / 2)] ?? null,
+          },
+        }
+      : {}),
     failed_by_code: failedByCode,
     unconfirmed_by_code: unconfirmedByCode,
     fake_im_requests: env.fakeIm.getStats().requests,

@@ -348,6 +348,35 @@ scenarios.push({
   inject: killDeliversInTurn,
 });
 
+scenarios.push({
+  name: 'quiet-release',
+  title: 'Quiet hours end for ~1,500 users as Redis is flushed and a deliver SIGKILLed',
+  events: n(2000),
+  ingest: 1,
+  deliver: 2,
+  quietForMs: 20_000,
+  faults: { delay_ms: 10 },
+  pushFaults: { delay_ms: 20 },
+  writer: { ratePerSecond: 200 },
+  sideEveryMs: 40,
+  async inject(h) {
+    // The pushes deferred so far are released at quietUntilMs: the flush and the kill land on that moment.
+    while (Date.now() < h.quietUntilMs! - 50) await sleep(20);
+    const { Redis } = await import('ioredis');
+    const client = new Redis(h.env.config.redis.url);
+    await client.flushall();
+    client.disconnect();
+    h.note('FLUSHALL at the end of the quiet hours');
+    const victim = h.procs.find((p) => p.role === 'deliver' && p.proc.child.exitCode === null);
+    if (victim) {
+      await h.kill(victim.proc);
+      h.note(`SIGKILL deliver pid ${victim.proc.child.pid}`);
+      await h.spawn('deliver');
+    }
+    await sleep(3000);
+  },
+});
+
 async function killDeliversInTurn(h: Harness): Promise<void> {
   while (h.writing()) {
     await sleep(3000);

@@ -7,6 +7,7 @@ import { createMysqlPool, type Pool } from '../../../platform/mysql.ts';
 import { InboxStore } from '../store.ts';
 import { RoleConfigError, type Role } from '../../../app/role.ts';
 import { addInboxService } from './inbox-service.ts';
+import { QuietHoursStore } from '../../../quiet-hours/store.ts';
 import { addPreferencesService, type PreferenceGrid } from '../../../preferences/api.ts';
 import { PreferenceStore } from '../../../preferences/store.ts';
 
@@ -78,7 +79,10 @@ export class InboxApiServer implements Role {
     this.pool = createMysqlPool(this.mysqlUrl, config.api_pool_size, { queueLimit: config.api_queue_limit });
     const definitions = [await addInboxService(server, new InboxStore(this.pool, config.api_query_timeout), config, this.logger)];
     // The user's preferences live on the same listener, under the same guard: the gateway is the only caller.
-    if (this.preferences) definitions.push((await addPreferencesService(server, new PreferenceStore(this.pool), this.preferences, this.logger)) as object);
+    if (this.preferences)
+      definitions.push(
+        (await addPreferencesService(server, new PreferenceStore(this.pool), new QuietHoursStore(this.pool), this.preferences, this.logger)) as object,
+      );
     if (config.api_reflection) {
       // Server reflection (grpc.reflection.v1 and v1alpha): grpcurl and other tools list and call the API without the
       // proto. It describes the schema only — no data — and sits behind the same listener and its mutual TLS.
