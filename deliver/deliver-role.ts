@@ -24,6 +24,8 @@ import { expireStale } from '../src/delivery/wrappers/expire-stale.ts';
 import { respectPreferences } from '../src/delivery/wrappers/respect-preferences.ts';
 import { respectQuietHours } from '../src/delivery/wrappers/respect-quiet-hours.ts';
 import { QuietHoursStore } from '../src/quiet-hours/store.ts';
+import { escalateIfUnread } from '../src/delivery/wrappers/escalate-if-unread.ts';
+import { InboxReadState } from '../src/channels/inbox/read-state.ts';
 import { PreferenceStore } from '../src/preferences/store.ts';
 import { tencentApps } from '../src/config/tencent-apps.ts';
 import { channelRoutes } from '../src/channels/routing.ts';
@@ -52,6 +54,7 @@ export class DeliverRole implements Role {
     rate_limited: 0,
     superseded: 0,
     suppressed: 0,
+    skipped_read: 0,
     expired: 0,
   };
   private workers: Array<Worker<DeliverJobData>> = [];
@@ -90,6 +93,7 @@ export class DeliverRole implements Role {
     // One store for every channel, so a claim batch's preference look-ups are one statement.
     const preferences = new PreferenceStore(this.pool);
     const quietHours = new QuietHoursStore(this.pool);
+    const inboxState = new InboxReadState(this.pool);
     for (const module of this.modules) {
       const sender = await module.create({
         config: this.config,
@@ -102,7 +106,14 @@ export class DeliverRole implements Role {
       });
       // Decisions around every channel's send are wrappers (src/delivery/wrappers/), outermost first: expiry, the
       // user's preferences, quiet hours, superseding; each finishes a row unsent with its own status and spends no quota.
-      const newest = skipSuperseded(sender, {
+      // Escalation reads the inbox's items: only where a channel asks for it and the inbox exists.
+      const escalating = module.escalateAfterMs
+        ? escalateIfUnread(sender, {
+            afterMs: (kind) => module.escalateAfterMs!(this.config, kind),
+            stateOf: (fact) => inboxState.stateOf(fact),
+          })
+        : sender;
+      const newest = skipSuperseded(escalating, {
         skips: (eventType) => this.config.deliver.skip_superseded[eventType] === true,
         newerVersion: (row) => hot.newerVersion(row),
       });

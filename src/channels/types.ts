@@ -30,7 +30,9 @@ export type ChannelOutcome =
   /** Not sent at all: no send slot within the ledger lock; claim again at `retryAtMs`, unspent. */
   | { kind: 'not_now'; code: string; message: string; retryAtMs: number }
   /** Not its moment (the user's quiet hours): the row waits in the ledger until `untilMs`, then is decided again. */
-  | { kind: 'deferred'; reason: 'quiet_hours'; detail: string; untilMs: number };
+  | { kind: 'deferred'; reason: 'quiet_hours' | 'escalate'; detail: string; untilMs: number }
+  /** Not sent at all: the push waited (escalate_after) and the inbox item was read, archived or deleted first. */
+  | { kind: 'skipped_read'; detail: string };
 
 export interface SendContext {
   /** When the claim's ledger lock ends (null: no lock); a send must end before it. */
@@ -104,6 +106,8 @@ export interface ChannelModule<Shape extends z.ZodRawShape = z.ZodRawShape> {
   longestSendMs(config: NoticeConfig): number;
   /** A channel whose opt-out also silences this channel's own phone notification (push, for C2C's OfflinePushInfo). */
   silencedBy?: string;
+  /** How long a notice of this kind waits for its inbox item to be read before this channel sends it, or null. */
+  escalateAfterMs?(config: NoticeConfig, kind: string): number | null;
   /** Whether it still takes a notice of this kind past expire_after (the inbox keeps history); default: no. */
   keepsExpired?(config: NoticeConfig, kind: string): boolean;
   /** The provider's quota in sends per second (shown beside its send rate), or null when it has none. */

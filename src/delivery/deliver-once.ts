@@ -18,6 +18,7 @@ export interface DeliveryLedger {
   recordFailed(key: LedgerKey, code: string, message: string, nowMs: number): Promise<boolean>;
   recordUnconfirmed(key: LedgerKey, ref: string, code: string, message: string, nowMs: number): Promise<boolean>;
   recordRetryable(key: LedgerKey, code: string, message: string, nextRetryAtMs: number, nowMs: number): Promise<boolean>;
+  recordSkippedRead(key: LedgerKey, detail: string, nowMs: number): Promise<boolean>;
   /** Not the notice's moment: the claim goes back unspent and the row waits in the ledger until `dueAtMs`. */
   recordDeferred(key: LedgerKey, reason: string, detail: string, dueAtMs: number, nowMs: number): Promise<boolean>;
   /** Gives the claim back without spending an attempt (rate limit, no slot): the row is claimable again at `retryAtMs`. */
@@ -43,7 +44,16 @@ export interface DeliveryPorts {
   now?: () => number;
 }
 
-export type DeliveryOutcome = 'delivered' | 'delivered_unconfirmed' | 'retryable' | 'failed' | 'rate_limited' | 'superseded' | 'suppressed' | 'expired';
+export type DeliveryOutcome =
+  | 'delivered'
+  | 'delivered_unconfirmed'
+  | 'retryable'
+  | 'failed'
+  | 'rate_limited'
+  | 'superseded'
+  | 'suppressed'
+  | 'skipped_read'
+  | 'expired';
 
 /** What the transport (BullMQ) must do with the job after one delivery attempt. */
 export type DeliveryDecision =
@@ -113,7 +123,10 @@ export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey): Promise
 
   const outcome = await channel.send(row, { lockUntilMs: row.lockUntilMs });
   const at = now();
-  const observe = (result: DeliveryOutcome, sent: Exclude<ChannelOutcome, { kind: 'superseded' | 'not_now' | 'expired' | 'suppressed' | 'deferred' }>) => {
+  const observe = (
+    result: DeliveryOutcome,
+    sent: Exclude<ChannelOutcome, { kind: 'superseded' | 'not_now' | 'expired' | 'suppressed' | 'deferred' | 'skipped_read' }>,
+  ) => {
     ports.onOutcome?.(result, row);
     const m = ports.metrics;
     if (!m) return;
@@ -133,7 +146,7 @@ export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey): Promise
   const label = channel.name;
   /** A row finished without a send (superseded, suppressed, expired): recorded under our lock, told, counted. */
   const finishedUnsent = (
-    result: 'superseded' | 'suppressed' | 'expired',
+    result: 'superseded' | 'suppressed' | 'skipped_read' | 'expired',
     recorded: boolean,
     entry: { errorCode?: string; errorMessage: string },
     metricCode: string,
@@ -162,6 +175,13 @@ export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey): Promise
         code,
       );
     }
+    case 'skipped_read':
+      return finishedUnsent(
+        'skipped_read',
+        await ledger.recordSkippedRead(key, outcome.detail, at),
+        { errorCode: 'READ', errorMessage: outcome.detail },
+        'READ',
+      );
     case 'expired': {
       const reason = `${Math.round(outcome.ageMs / 1000)} s old, past ${row.noticeKind}'s expire_after (${Math.round(outcome.limitMs / 1000)} s)`;
       return finishedUnsent('expired', await ledger.recordExpired(key, reason, at), { errorCode: 'EXPIRED', errorMessage: reason }, '');

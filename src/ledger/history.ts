@@ -9,6 +9,7 @@ export type HistoryEvent =
   | 'superseded'
   | 'suppressed'
   | 'expired'
+  | 'skipped_read'
   | 'deferred'
   | 'delivered'
   | 'delivered_unconfirmed'

@@ -194,6 +194,18 @@ export class LedgerRepository {
     ]);
   }
 
+  /** A push held for escalate_after whose inbox item was read (or archived, or deleted) first: never sent. */
+  async recordSkippedRead(key: LedgerKey, workerId: string, detail: string, nowMs: number): Promise<boolean> {
+    return this.finishAttempt(
+      'recordSkippedRead',
+      key,
+      workerId,
+      nowMs,
+      `status = 'skipped_read', next_retry_at_ms = NULL, last_error_code = 'READ', last_error = ?`,
+      [clip(detail)],
+    );
+  }
+
   /** Not its moment yet (quiet hours): the claim is given back unspent and the row waits, in MySQL, until `dueAtMs`. */
   async recordDeferred(key: LedgerKey, workerId: string, reason: string, detail: string, dueAtMs: number, nowMs: number): Promise<boolean> {
     return this.finishAttempt(

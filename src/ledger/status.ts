@@ -43,6 +43,13 @@ export const STATUS_TABLE = {
     carriesNewerVersion: false,
     alarming: false,
   },
+  skipped_read: {
+    meaning: 'not pushed: its inbox item was read, archived or deleted within escalate_after',
+    final: true,
+    retention: 'delivered',
+    carriesNewerVersion: false,
+    alarming: false,
+  },
   expired: {
     meaning: "not sent: older than its kind's deliver.expire_after when its turn came",
     final: true,

@@ -12,17 +12,19 @@ import { DELIVERY_STATUSES, STATUS_TABLE, type DeliveryStatus } from './status.t
  *                                                  └──▶ delivered_unconfirmed (may have arrived; not resent by policy)
  *                                                  └──▶ expired (older than its kind's expire_after; not sent)
  *                                                  └──▶ suppressed (the user's preference, or the push cap; not sent)
+ *                                                  └──▶ skipped_read (escalate_after: the inbox item was read first)
  */
 export const TRANSITIONS: Readonly<Record<DeliveryStatus, readonly DeliveryStatus[]>> = {
   pending: ['delivering'],
   retryable: ['delivering'],
   deferred: ['delivering'],
-  delivering: ['delivering', 'delivered', 'delivered_unconfirmed', 'retryable', 'deferred', 'failed', 'superseded', 'suppressed', 'expired'],
+  delivering: ['delivering', 'delivered', 'delivered_unconfirmed', 'retryable', 'deferred', 'failed', 'superseded', 'suppressed', 'skipped_read', 'expired'],
   delivered: [],
   delivered_unconfirmed: [],
   failed: ['pending'],
   superseded: [],
   suppressed: [],
+  skipped_read: [],
   expired: [],
 };
 
@@ -69,6 +71,7 @@ export const STATEMENTS = {
   recordSuperseded: { to: 'superseded', lock: 'ours' },
   recordExpired: { to: 'expired', lock: 'ours' },
   recordSuppressed: { to: 'suppressed', lock: 'ours' },
+  recordSkippedRead: { to: 'skipped_read', lock: 'ours' },
   requeueFailed: { to: 'pending', lock: 'ours' },
   // A channel notes, under its own lock, that a request which cannot be safely repeated is about to go out.
   markSending: { to: 'delivering', from: ['delivering'], lock: 'ours' },

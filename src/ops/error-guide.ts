@@ -130,6 +130,18 @@ export const ERROR_GUIDE: readonly ErrorGuideEntry[] = [
     action: 'Nothing to do: the notice still reached the inbox and C2C; only the phone push was held back.',
   },
   {
+    codes: ['READ'],
+    title: 'the push waited for escalate_after and its inbox item was read, archived or deleted first (status skipped_read)',
+    retried: false,
+    action: 'Nothing to do: the user saw the notice in the inbox, so the phone was not buzzed.',
+  },
+  {
+    codes: ['ESCALATE'],
+    title: 'the push is waiting for tencent_push.escalate_after (status deferred): it goes then only if the inbox item is still unread',
+    retried: false,
+    action: 'Nothing to do: it is decided at commit time + escalate_after.',
+  },
+  {
     codes: ['QUIET_HOURS'],
     title: "in the user's quiet hours: deferred until they end (status deferred), or dropped where quiet_hours.policy says drop",
     retried: false,

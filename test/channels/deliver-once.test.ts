@@ -53,6 +53,11 @@ function memoryLedger(row: Partial<LedgerRow> = {}) {
       Object.assign(state, { status: 'suppressed' });
       return true;
     },
+    async recordSkippedRead() {
+      if (!held()) return false;
+      Object.assign(state, { status: 'skipped_read' });
+      return true;
+    },
     async recordDeferred(_k, _reason, _detail, dueAtMs) {
       if (!held()) return false;
       Object.assign(state, { status: 'deferred', nextRetryAtMs: dueAtMs, claimCount: state.claimCount - 1 });

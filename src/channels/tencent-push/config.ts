@@ -33,6 +33,12 @@ export const tencentPush = z.strictObject({
     .array(z.strictObject({ max: z.number().int().min(1).max(10_000), per: durationMs }))
     .max(5)
     .default(() => []),
+  /**
+   * Per notice kind, push only if the inbox item is still unread this long after the fact's commit (e.g.
+   * {activity_notice: 5m}): the push waits in the ledger, then ends skipped_read if the item was read, archived or
+   * deleted. The kind must go to the inbox too.
+   */
+  escalate_after: z.record(z.string().min(1), durationMs).default(() => ({})),
 });
 export type TencentPushConfig = z.infer<typeof tencentPush>;
 

@@ -16,6 +16,11 @@ export const tencentPushModule: ChannelModule<typeof tencentPushConfigShape> = {
   longestSendMs: (config) => config.tencent_push.request_timeout * 2 + config.tencent_push.batch_linger,
   rateLimitPerSecond: (config) => config.tencent_push.rate_limit_per_second || null,
   quotaCounts: 'calls',
+  escalateAfterMs: (config, kind) => config.tencent_push.escalate_after[kind] ?? null,
+  configProblems: (config) =>
+    Object.keys(config.tencent_push.escalate_after)
+      .filter((kind) => !config.inbox.enabled || !(config.inbox.kinds.includes(kind) || config.inbox.kinds.includes('*')))
+      .map((kind) => `tencent_push.escalate_after.${kind}: the inbox does not take ${kind}, so there is no item to wait for (inbox.kinds)`),
   senderProblem: (config) => {
     if (!config.tencent_im.enabled) return 'tencent_push needs tencent_im (its endpoint, app and admin key): set tencent_im.enabled, or turn tencent_push off';
     // A kind with no template would fail every push; say so at start-up instead.
