@@ -188,6 +188,13 @@ export function renderMarkdown(r: Record<string, any>): string {
         );
     out.push('');
   }
+  if (r.digest) {
+    const d = r.digest;
+    out.push(
+      `**Digests** (${d.facts} reward facts to ${d.users} users over the burst, window ${d.window_s} s; pushes only): phones notified ${d.phones_notified} (${d.fewer_than_facts_percent} % fewer than facts) in ${d.push_calls} calls; summary after a user's first fact p50 ${d.summary_after_first_fact_p50_ms} ms, p99 ${d.summary_after_first_fact_p99_ms} ms (runs: ${d.p99_runs.join(', ')}), max ${d.summary_after_first_fact_max_ms} ms.`,
+      '',
+    );
+  }
   if (r.footprint)
     out.push(
       `**Footprint**: Redis ${r.footprint.redis_bytes_per_waiting_job} bytes per waiting job; ingest peak RSS ${r.footprint.ingest_peak_rss_mb} MB.`,
@@ -244,6 +251,19 @@ function targets(r: Record<string, any>): string[] {
   }
   if (r.preferences)
     rows.push(["capacity with 100k users' preferences within 10 % of none", `${r.preferences.ratio_on_to_off}×`, r.preferences.ratio_on_to_off >= 0.9]);
+  if (r.digest) {
+    rows.push([
+      'digest: phones notified ≤ users (≥ 80 % fewer)',
+      `${r.digest.phones_notified} (${r.digest.fewer_than_facts_percent} % fewer)`,
+      r.digest.phones_notified <= r.digest.users,
+    ]);
+    const limit = r.digest.window_s * 1000 + 3000;
+    rows.push([
+      'digest: summary ≤ window + 3 s after the first fact (p99)',
+      `${r.digest.summary_after_first_fact_p99_ms} ms`,
+      r.digest.summary_after_first_fact_p99_ms <= limit,
+    ]);
+  }
   const deliverRss = r.capacity_1x1
     ? Object.entries(r.capacity_1x1.peak_rss_mb)
         .filter(([k]) => k.startsWith('deliver'))

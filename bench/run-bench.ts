@@ -1,12 +1,13 @@
 /**
  * `npm run bench`: real notice-service processes against the local MariaDB, a private redis-server and fake-im
  * (answering after 20 ms, like a regional API). Prints a markdown table and writes bench/report.{md,json}.
- * BENCH_SMOKE=1 runs every phase tiny (seconds) to keep the bench working in CI; BENCH_ONLY=a,b picks phases (capacity, baseline, latency, latency_limited, ratelimit, overload, recovery, growth, inbox, push_batch, api_flood, apps, sparse, footprint, preferences);
+ * BENCH_SMOKE=1 runs every phase tiny (seconds) to keep the bench working in CI; BENCH_ONLY=a,b picks phases (capacity, baseline, latency, latency_limited, ratelimit, overload, recovery, growth, inbox, push_batch, api_flood, apps, sparse, footprint, preferences, digest);
  * BENCH_RUNS sets the repetitions whose median is reported.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { runInboxBench } from './inbox.ts';
 import { runPushBatch } from './push-batch.ts';
+import { runDigestBench } from './digest.ts';
 import { runApiFlood } from './api-flood.ts';
 import { runAppsCapacity, runAppsIsolation } from './apps.ts';
 import { renderMarkdown } from './render.ts';
@@ -554,6 +555,23 @@ if (want('push_batch')) {
       drain_seconds: medianOf(runs, (r) => r.single.drain_seconds),
       drain_runs: runs.map((r) => r.single.drain_seconds),
     },
+  };
+}
+
+/** Digests (issue 35): 10k reward facts to 2k users over 60 s, a 60 s window: phones notified and summary delay. */
+if (want('digest')) {
+  const size = SMOKE ? { facts: 400, users: 80, seconds: 4, windowMs: 4000 } : { facts: 10_000, users: 2000, seconds: 60, windowMs: 60_000 };
+  const runs: Array<Awaited<ReturnType<typeof runDigestBench>>> = [];
+  for (let i = 0; i < RUNS; i++) {
+    log(`digest: ${size.facts} rewards to ${size.users} users over ${size.seconds} s, window ${size.windowMs / 1000} s, run ${i + 1}/${RUNS}`);
+    runs.push(await runDigestBench(size.facts, size.users, size.seconds, size.windowMs));
+  }
+  report.digest = {
+    ...runs[0]!,
+    phones_notified: medianOf(runs, (r) => r.phones_notified),
+    summary_after_first_fact_p99_ms: medianOf(runs, (r) => r.summary_after_first_fact_p99_ms),
+    p99_runs: runs.map((r) => r.summary_after_first_fact_p99_ms),
+    runs,
   };
 }
 

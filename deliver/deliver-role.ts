@@ -26,6 +26,8 @@ import { respectQuietHours } from '../src/delivery/wrappers/respect-quiet-hours.
 import { QuietHoursStore } from '../src/quiet-hours/store.ts';
 import { escalateIfUnread } from '../src/delivery/wrappers/escalate-if-unread.ts';
 import { InboxReadState } from '../src/channels/inbox/read-state.ts';
+import { gatherDigest, roomOf } from '../src/delivery/wrappers/gather-digest.ts';
+import { DigestStore } from '../src/digests/store.ts';
 import { PreferenceStore } from '../src/preferences/store.ts';
 import { tencentApps } from '../src/config/tencent-apps.ts';
 import { channelRoutes } from '../src/channels/routing.ts';
@@ -55,6 +57,7 @@ export class DeliverRole implements Role {
     superseded: 0,
     suppressed: 0,
     skipped_read: 0,
+    digested: 0,
     expired: 0,
   };
   private workers: Array<Worker<DeliverJobData>> = [];
@@ -94,6 +97,7 @@ export class DeliverRole implements Role {
     const preferences = new PreferenceStore(this.pool);
     const quietHours = new QuietHoursStore(this.pool);
     const inboxState = new InboxReadState(this.pool);
+    const digests = new DigestStore(this.pool);
     for (const module of this.modules) {
       const sender = await module.create({
         config: this.config,
@@ -113,7 +117,16 @@ export class DeliverRole implements Role {
             stateOf: (fact) => inboxState.stateOf(fact),
           })
         : sender;
-      const newest = skipSuperseded(escalating, {
+      const digesting = module.digestRule
+        ? gatherDigest(escalating, {
+            ruleFor: (kind) => {
+              const rule = module.digestRule!(this.config, kind);
+              return rule && { ...rule, keyOf: (payload) => (rule.byRoom ? roomOf(payload) : '') };
+            },
+            step: (row, key, rule, nowMs) => digests.step(row, key, rule, nowMs),
+          })
+        : escalating;
+      const newest = skipSuperseded(digesting, {
         skips: (eventType) => this.config.deliver.skip_superseded[eventType] === true,
         newerVersion: (row) => hot.newerVersion(row),
       });

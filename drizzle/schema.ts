@@ -246,3 +246,51 @@ export const noticeQuietHours = mysqlTable(
   },
   (t) => [primaryKey({ name: 'pk_notice_quiet_hours', columns: [t.appCode, t.userId] })],
 );
+
+/**
+ * The current digest window of one scope (app, user, channel, kind, key: '' or a room): a burst of notices becomes one
+ * summary sent by its leader row when the window closes. `seq` numbers the scope's windows.
+ */
+export const noticeDigests = mysqlTable(
+  'notice_digests',
+  {
+    appCode: varbinary('app_code', { length: 128 }).notNull(),
+    userId: varbinary('user_id', { length: 256 }).notNull(),
+    channel: varchar('channel', { length: 32 }).notNull(),
+    noticeKind: varchar('notice_kind', { length: 32 }).notNull(),
+    digestKey: varbinary('digest_key', { length: 128 }).notNull(),
+    seq: bigint('seq', { mode: 'number' }).notNull(),
+    /** open: members may join; closed: its summary is counted (and sent, or being sent, by the leader). */
+    state: varchar('state', { length: 8 }).notNull(),
+    openedAtMs: bigint('opened_at_ms', { mode: 'number' }).notNull(),
+    closesAtMs: bigint('closes_at_ms', { mode: 'number' }).notNull(),
+    /** The ledger row (source_name, source_event_id) that waits for the close and sends the summary; null until one. */
+    leaderSourceName: varchar('leader_source_name', { length: 64 }),
+    leaderEventId: varbinary('leader_event_id', { length: 764 }),
+    updatedAtMs: bigint('updated_at_ms', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ name: 'pk_notice_digests', columns: [t.appCode, t.userId, t.channel, t.noticeKind, t.digestKey] })],
+);
+
+/** A ledger row counted in a digest window: one per row (joining twice is a no-op), found by the row's key. */
+export const noticeDigestMembers = mysqlTable(
+  'notice_digest_members',
+  {
+    sourceName: varchar('source_name', { length: 64 }).notNull(),
+    appCode: varbinary('app_code', { length: 128 }).notNull(),
+    sourceEventId: varbinary('source_event_id', { length: 764 }).notNull(),
+    channel: varchar('channel', { length: 32 }).notNull(),
+    userId: varbinary('user_id', { length: 256 }).notNull(),
+    noticeKind: varchar('notice_kind', { length: 32 }).notNull(),
+    digestKey: varbinary('digest_key', { length: 128 }).notNull(),
+    seq: bigint('seq', { mode: 'number' }).notNull(),
+    /** 1 for the window's leader: the row that sends its summary. */
+    leads: tinyint('leads').notNull().default(0),
+    /** The fact's commit time: the newest member is the one the summary shows. */
+    createdAtMs: bigint('created_at_ms', { mode: 'number' }).notNull(),
+  },
+  (t) => [
+    primaryKey({ name: 'pk_notice_digest_members', columns: [t.sourceName, t.appCode, t.sourceEventId, t.channel] }),
+    index('idx_ndm_window').on(t.appCode, t.userId, t.channel, t.noticeKind, t.digestKey, t.seq),
+  ],
+);

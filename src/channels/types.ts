@@ -30,7 +30,9 @@ export type ChannelOutcome =
   /** Not sent at all: no send slot within the ledger lock; claim again at `retryAtMs`, unspent. */
   | { kind: 'not_now'; code: string; message: string; retryAtMs: number }
   /** Not its moment (the user's quiet hours): the row waits in the ledger until `untilMs`, then is decided again. */
-  | { kind: 'deferred'; reason: 'quiet_hours' | 'escalate'; detail: string; untilMs: number }
+  | { kind: 'deferred'; reason: 'quiet_hours' | 'escalate' | 'digest'; detail: string; untilMs: number }
+  /** Not sent on its own: counted in a digest whose leader sends one summary. */
+  | { kind: 'digested'; detail: string }
   /** Not sent at all: the push waited (escalate_after) and the inbox item was read, archived or deleted first. */
   | { kind: 'skipped_read'; detail: string };
 
@@ -39,6 +41,8 @@ export interface SendContext {
   lockUntilMs: number | null;
   /** When the notice stops being worth showing (deliver.expire_after), if its kind has a limit: a provider's offline storage must not outlive it. */
   expiresAtMs?: number | null;
+  /** A digest summary: how many notices this one send stands for (the newest is the row's payload). */
+  digestCount?: number;
   /** The user turned this kind's phone push off: a message must not make the phone buzz either (C2C: PushFlag 1). */
   silencePush?: boolean;
 }
@@ -106,6 +110,8 @@ export interface ChannelModule<Shape extends z.ZodRawShape = z.ZodRawShape> {
   longestSendMs(config: NoticeConfig): number;
   /** A channel whose opt-out also silences this channel's own phone notification (push, for C2C's OfflinePushInfo). */
   silencedBy?: string;
+  /** This channel's digest of a kind (one summary per window of a user's notices), or null. */
+  digestRule?(config: NoticeConfig, kind: string): { windowMs: number; firstAtOnce: boolean; byRoom: boolean } | null;
   /** How long a notice of this kind waits for its inbox item to be read before this channel sends it, or null. */
   escalateAfterMs?(config: NoticeConfig, kind: string): number | null;
   /** Whether it still takes a notice of this kind past expire_after (the inbox keeps history); default: no. */

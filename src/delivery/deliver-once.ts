@@ -19,6 +19,7 @@ export interface DeliveryLedger {
   recordUnconfirmed(key: LedgerKey, ref: string, code: string, message: string, nowMs: number): Promise<boolean>;
   recordRetryable(key: LedgerKey, code: string, message: string, nextRetryAtMs: number, nowMs: number): Promise<boolean>;
   recordSkippedRead(key: LedgerKey, detail: string, nowMs: number): Promise<boolean>;
+  recordDigested(key: LedgerKey, detail: string, nowMs: number): Promise<boolean>;
   /** Not the notice's moment: the claim goes back unspent and the row waits in the ledger until `dueAtMs`. */
   recordDeferred(key: LedgerKey, reason: string, detail: string, dueAtMs: number, nowMs: number): Promise<boolean>;
   /** Gives the claim back without spending an attempt (rate limit, no slot): the row is claimable again at `retryAtMs`. */
@@ -53,6 +54,7 @@ export type DeliveryOutcome =
   | 'superseded'
   | 'suppressed'
   | 'skipped_read'
+  | 'digested'
   | 'expired';
 
 /** What the transport (BullMQ) must do with the job after one delivery attempt. */
@@ -125,7 +127,7 @@ export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey): Promise
   const at = now();
   const observe = (
     result: DeliveryOutcome,
-    sent: Exclude<ChannelOutcome, { kind: 'superseded' | 'not_now' | 'expired' | 'suppressed' | 'deferred' | 'skipped_read' }>,
+    sent: Exclude<ChannelOutcome, { kind: 'superseded' | 'not_now' | 'expired' | 'suppressed' | 'deferred' | 'skipped_read' | 'digested' }>,
   ) => {
     ports.onOutcome?.(result, row);
     const m = ports.metrics;
@@ -146,7 +148,7 @@ export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey): Promise
   const label = channel.name;
   /** A row finished without a send (superseded, suppressed, expired): recorded under our lock, told, counted. */
   const finishedUnsent = (
-    result: 'superseded' | 'suppressed' | 'skipped_read' | 'expired',
+    result: 'superseded' | 'suppressed' | 'skipped_read' | 'digested' | 'expired',
     recorded: boolean,
     entry: { errorCode?: string; errorMessage: string },
     metricCode: string,
@@ -175,6 +177,8 @@ export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey): Promise
         code,
       );
     }
+    case 'digested':
+      return finishedUnsent('digested', await ledger.recordDigested(key, outcome.detail, at), { errorCode: 'DIGEST', errorMessage: outcome.detail }, 'DIGEST');
     case 'skipped_read':
       return finishedUnsent(
         'skipped_read',

@@ -17,6 +17,7 @@ export function deliveryLedger(hot: BatchedLedger, ledger: LedgerRepository, wor
     recordFailed: (key, code, message, at) => ledger.recordFailed(key, workerId, code, message, at),
     recordUnconfirmed: (key, ref, code, message, at) => ledger.recordUnconfirmed(key, workerId, ref, code, message, at),
     recordRetryable: (key, code, message, retryAt, at) => ledger.recordRetryable(key, workerId, code, message, retryAt, at),
+    recordDigested: (key, detail, at) => ledger.recordDigested(key, workerId, detail, at),
     recordSkippedRead: (key, detail, at) => ledger.recordSkippedRead(key, workerId, detail, at),
     recordDeferred: (key, reason, detail, dueAt, at) => ledger.recordDeferred(key, workerId, reason, detail, dueAt, at),
     release: (key, code, message, retryAt, at) => ledger.releaseRateLimited(key, workerId, code, message, retryAt, at),

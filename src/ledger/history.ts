@@ -10,6 +10,7 @@ export type HistoryEvent =
   | 'suppressed'
   | 'expired'
   | 'skipped_read'
+  | 'digested'
   | 'deferred'
   | 'delivered'
   | 'delivered_unconfirmed'

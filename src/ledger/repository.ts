@@ -194,6 +194,18 @@ export class LedgerRepository {
     ]);
   }
 
+  /** Counted in a digest window: its leader's summary carries it; never sent on its own. */
+  async recordDigested(key: LedgerKey, workerId: string, detail: string, nowMs: number): Promise<boolean> {
+    return this.finishAttempt(
+      'recordDigested',
+      key,
+      workerId,
+      nowMs,
+      `status = 'digested', next_retry_at_ms = NULL, last_error_code = 'DIGEST', last_error = ?`,
+      [clip(detail)],
+    );
+  }
+
   /** A push held for escalate_after whose inbox item was read (or archived, or deleted) first: never sent. */
   async recordSkippedRead(key: LedgerKey, workerId: string, detail: string, nowMs: number): Promise<boolean> {
     return this.finishAttempt(

@@ -43,6 +43,13 @@ export const STATUS_TABLE = {
     carriesNewerVersion: false,
     alarming: false,
   },
+  digested: {
+    meaning: "not pushed on its own: counted in a digest; its window's leader sent one summary",
+    final: true,
+    retention: 'delivered',
+    carriesNewerVersion: false,
+    alarming: false,
+  },
   skipped_read: {
     meaning: 'not pushed: its inbox item was read, archived or deleted within escalate_after',
     final: true,

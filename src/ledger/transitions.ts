@@ -13,18 +13,32 @@ import { DELIVERY_STATUSES, STATUS_TABLE, type DeliveryStatus } from './status.t
  *                                                  └──▶ expired (older than its kind's expire_after; not sent)
  *                                                  └──▶ suppressed (the user's preference, or the push cap; not sent)
  *                                                  └──▶ skipped_read (escalate_after: the inbox item was read first)
+ *                                                  └──▶ digested (counted in a digest summary its leader sends)
  */
 export const TRANSITIONS: Readonly<Record<DeliveryStatus, readonly DeliveryStatus[]>> = {
   pending: ['delivering'],
   retryable: ['delivering'],
   deferred: ['delivering'],
-  delivering: ['delivering', 'delivered', 'delivered_unconfirmed', 'retryable', 'deferred', 'failed', 'superseded', 'suppressed', 'skipped_read', 'expired'],
+  delivering: [
+    'delivering',
+    'delivered',
+    'delivered_unconfirmed',
+    'retryable',
+    'deferred',
+    'failed',
+    'superseded',
+    'suppressed',
+    'skipped_read',
+    'digested',
+    'expired',
+  ],
   delivered: [],
   delivered_unconfirmed: [],
   failed: ['pending'],
   superseded: [],
   suppressed: [],
   skipped_read: [],
+  digested: [],
   expired: [],
 };
 
@@ -72,6 +86,7 @@ export const STATEMENTS = {
   recordExpired: { to: 'expired', lock: 'ours' },
   recordSuppressed: { to: 'suppressed', lock: 'ours' },
   recordSkippedRead: { to: 'skipped_read', lock: 'ours' },
+  recordDigested: { to: 'digested', lock: 'ours' },
   requeueFailed: { to: 'pending', lock: 'ours' },
   // A channel notes, under its own lock, that a request which cannot be safely repeated is about to go out.
   markSending: { to: 'delivering', from: ['delivering'], lock: 'ours' },

@@ -130,6 +130,13 @@ export const ERROR_GUIDE: readonly ErrorGuideEntry[] = [
     action: 'Nothing to do: the notice still reached the inbox and C2C; only the phone push was held back.',
   },
   {
+    codes: ['DIGEST'],
+    title:
+      "counted in a digest (tencent_push.digest): its window's leader sends one summary push with the count (status digested; the leader waits as deferred)",
+    retried: false,
+    action: 'Nothing to do: the inbox and C2C kept the notice; the phone got one summary for the burst.',
+  },
+  {
     codes: ['READ'],
     title: 'the push waited for escalate_after and its inbox item was read, archived or deleted first (status skipped_read)',
     retried: false,

@@ -90,6 +90,12 @@ export function renderOfflinePush(
   return { push: true, info: { PushFlag: 0, Title: title, Desc: body, Ext: ext, ...vendorFields(config) } };
 }
 
+/** A digest summary: the newest notice's push, its title prefixed with how many it stands for, the count in Ext. */
+export function withDigestCount(info: OfflinePushInfo, count: number): OfflinePushInfo {
+  const ext = JSON.parse(info.Ext ?? '{}') as Record<string, unknown>;
+  return { ...info, Title: clip(`(${count}) ${info.Title ?? ''}`, MAX_TITLE_CHARS), Ext: JSON.stringify({ ...ext, digest_count: count }) };
+}
+
 /**
  * The OfflinePushInfo a C2C notice carries: none (PushFlag 1) for kinds that must not push and for kinds the
  * tencent_push channel already pushes (one notification, not two); the rendered push, fitted into the message's

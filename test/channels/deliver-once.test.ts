@@ -53,6 +53,11 @@ function memoryLedger(row: Partial<LedgerRow> = {}) {
       Object.assign(state, { status: 'suppressed' });
       return true;
     },
+    async recordDigested() {
+      if (!held()) return false;
+      Object.assign(state, { status: 'digested' });
+      return true;
+    },
     async recordSkippedRead() {
       if (!held()) return false;
       Object.assign(state, { status: 'skipped_read' });

@@ -85,6 +85,8 @@ export interface ChannelCounts {
   superseded: number;
   /** Finished unsent by the user's choice or the push cap (checked: the choice was made, the cap was full). */
   suppressed: number;
+  /** Not pushed on its own: counted in a digest summary (checked: the user's summaries carry every such row). */
+  digested: number;
   /** delivered_unconfirmed: the request may have arrived and was not resent (push, retry_ambiguous: false). */
   unconfirmed: number;
   /** Of those, the ones that did not reach the user after all (a cut before the provider processed it). */
@@ -112,6 +114,8 @@ export interface ScenarioResult {
   /** Sends a user did not want: a suppressed row that reached them anyway, or pushes beyond the cap. */
   unwanted: number;
   unwanted_why: string[];
+  /** Users whose digest summaries do not carry exactly their digested and sent rows. */
+  digest_mismatch: number;
   /** quietForMs scenarios: the quiet users' pushes, and how long after their quiet hours ended they went out. */
   quiet_pushes?: { count: number; first_after_ms: number | null; median_after_ms: number | null };
   /** Users whose pushes stopped short of the cap although more were written (an over-count: allowed, reported). */
@@ -219,7 +223,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
       return proc;
     },
     async kill(proc, signal = 'SIGKILL') {
-      if (proc.child.exitCode !== null) return;
+      if (!alive(proc)) return;
       proc.child.kill(signal);
       await proc.exited;
     },
@@ -366,6 +370,8 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   for (const it of items) reached.inbox!.set(it.source_event_id, [...(reached.inbox!.get(it.source_event_id) ?? []), it.user_id]);
   // A push carries accounts, not event ids: a user's pushes are matched to that user's push rows, the ones the
   // ledger says were sent first; a push beyond those rows is one the user did not want (suppressed, or over the cap).
+  // The cap this scenario runs with (the lowest max of its windows; none: no limit).
+  const cap = Math.min(...env.config.tencent_push.frequency_cap.map((w) => w.max), Infinity);
   const pushIdsOfUser = new Map<string, string[]>();
   for (const [id, v] of intended) if (pushKinds.has(v.kind) && committedIds.has(id)) pushIdsOfUser.set(v.user, [...(pushIdsOfUser.get(v.user) ?? []), id]);
   const sentFirst = (id: string) => ({ delivered: 0, delivered_unconfirmed: 1 })[ledgerByKey.get(`${id}|tencent_push`)?.status as string] ?? 2;
@@ -383,10 +389,10 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     if (count > ids.length && ids.length > 0) reached.tencent_push!.set(ids.at(-1)!, Array(count - ids.length + 1).fill(user));
     if (ids.length === 0) reached.tencent_push!.set(`unknown-push-user-${user}`, [user]);
     // Mandatory kinds are not counted by the cap (none push today); every other push is.
-    if (count > PUSH_CAP) {
-      unwanted += count - PUSH_CAP;
+    if (count > cap) {
+      unwanted += count - cap;
       unwantedWhy.push(
-        `${user}: ${count} pushes over a cap of ${PUSH_CAP} (rows: ${ids.map((id) => `${id}=${ledgerByKey.get(`${id}|tencent_push`)?.status}`).join(', ')})`,
+        `${user}: ${count} pushes over a cap of ${cap} (rows: ${ids.map((id) => `${id}=${ledgerByKey.get(`${id}|tencent_push`)?.status}`).join(', ')})`,
       );
     }
   }
@@ -406,8 +412,34 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
           .pushes()
           .flatMap((p) => p.accounts.filter((u) => QUIET_USERS.includes(u)).map(() => p.receivedAtMs - h.quietUntilMs!))
           .sort((a, b) => a - b);
+  // Digests: the counts a user's pushes carry (a summary its digest_count, any other push 1) must add up to that
+  // user's push rows that were sent or counted in a digest: each window yields one summary with the right count.
+  let digestMismatch = 0;
+  if (Object.keys(env.config.tencent_push.digest).length > 0) {
+    const carried = new Map<string, number>();
+    for (const p of env.fakeIm.pushes()) {
+      if (p.duplicate) continue;
+      const count = Number((JSON.parse(String(p.offlinePush.Ext ?? '{}')) as { digest_count?: number }).digest_count ?? 1);
+      for (const user of p.accounts) carried.set(user, (carried.get(user) ?? 0) + count);
+    }
+    const owed = new Map<string, number>();
+    // A user with an unconfirmed push (the answer lost, not resent by policy) may or may not have got that summary:
+    // not checked strictly.
+    const ambiguous = new Set<string>();
+    for (const [id, v] of intended) {
+      const status = ledgerByKey.get(`${id}|tencent_push`)?.status;
+      if (committedIds.has(id) && ['delivered', 'digested'].includes(status)) owed.set(v.user, (owed.get(v.user) ?? 0) + 1);
+      if (status === 'delivered_unconfirmed') ambiguous.add(v.user);
+    }
+    for (const user of new Set([...carried.keys(), ...owed.keys()]))
+      if (ambiguous.has(user)) continue;
+      else if ((carried.get(user) ?? 0) !== (owed.get(user) ?? 0)) {
+        digestMismatch++;
+        unwantedWhy.push(`${user}: pushes carry ${carried.get(user) ?? 0} notices, the ledger sent or digested ${owed.get(user) ?? 0}`);
+      }
+  }
   let capShort = 0;
-  for (const [user, ids] of pushIdsOfUser) if (ids.length >= PUSH_CAP && (pushesOfUser.get(user) ?? 0) < PUSH_CAP) capShort++;
+  for (const [user, ids] of pushIdsOfUser) if (ids.length >= cap && (pushesOfUser.get(user) ?? 0) < cap) capShort++;
 
   const failedByCode: Record<string, number> = {};
   for (const r of ledger)
@@ -417,7 +449,18 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     }
   const byChannel: Record<string, ChannelCounts> = {};
   for (const channel of Object.keys(reached))
-    byChannel[channel] = { expected: 0, delivered: 0, failed: 0, superseded: 0, suppressed: 0, unconfirmed: 0, unconfirmed_unreached: 0, stuck: 0, lost: 0 };
+    byChannel[channel] = {
+      expected: 0,
+      delivered: 0,
+      failed: 0,
+      superseded: 0,
+      suppressed: 0,
+      digested: 0,
+      unconfirmed: 0,
+      unconfirmed_unreached: 0,
+      stuck: 0,
+      lost: 0,
+    };
   let misdirected = crossApp;
   const unconfirmedByCode: Record<string, number> = {};
   for (const id of committedIds) {
@@ -440,12 +483,18 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
         // Right only if the user chose it (and the kind is not mandatory) or the cap was full: otherwise a lost notice.
         const chosen =
           row.last_error_code === 'PREFERENCE' && isOff(fact.app, fact.user, fact.kind, channel) && !env.config.preferences.mandatory_kinds.includes(fact.kind);
-        const capped = row.last_error_code === 'FREQUENCY_CAP' && channel === 'tencent_push' && (pushesOfUser.get(fact.user) ?? 0) >= PUSH_CAP;
+        const capped = row.last_error_code === 'FREQUENCY_CAP' && channel === 'tencent_push' && (pushesOfUser.get(fact.user) ?? 0) >= cap;
         if (!chosen && !capped) counts.lost++;
         else counts.suppressed++;
         if (got.length > 0) {
           unwanted++;
           unwantedWhy.push(`${id} on ${channel}: suppressed (${row.last_error_code}) yet reached ${got.join(', ')}`);
+        }
+      } else if (row.status === 'digested') {
+        counts.digested++;
+        if (got.length > 0) {
+          unwanted++;
+          unwantedWhy.push(`${id} on ${channel}: digested yet pushed on its own`);
         }
       } else if (row.status === 'superseded') counts.superseded++;
       else counts.lost++; // expired: no scenario sets an expiry, so none may end so
@@ -457,7 +506,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   const phantom = Object.values(reached).reduce((n, m) => n + [...m.keys()].filter((id) => !committedIds.has(id)).length, 0);
   const userVisibleDuplicates = Object.values(reached).reduce((n, m) => n + [...m.values()].filter((users) => users.length > 1).length, 0);
 
-  for (const { proc } of procs) if (proc.child.exitCode === null) proc.child.kill('SIGTERM');
+  for (const { proc } of procs) if (alive(proc)) proc.child.kill('SIGTERM');
   // A process that does not stop on SIGTERM is a defect to report, not a reason to hang the suite.
   await Promise.all(
     procs.map(async ({ role, proc }) => {
@@ -488,6 +537,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     unwanted,
     unwanted_why: unwantedWhy.slice(0, 20),
     cap_short: capShort,
+    digest_mismatch: digestMismatch,
     ...(h.quietUntilMs !== null
       ? {
           quiet_pushes: {
@@ -589,4 +639,9 @@ function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<s
         : v;
   }
   return out;
+}
+
+/** Still running: a process killed by a signal has exitCode null too, so both are checked. */
+export function alive(proc: Spawned): boolean {
+  return proc.child.exitCode === null && proc.child.signalCode === null;
 }

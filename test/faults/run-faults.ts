@@ -8,7 +8,7 @@
  */
 import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { OUT_DIR, runScenario, sleep, type Harness, type Scenario, type ScenarioResult } from './harness.ts';
+import { alive, OUT_DIR, runScenario, sleep, type Harness, type Scenario, type ScenarioResult } from './harness.ts';
 import { balanceChanged, insertWalletRows } from '../helpers/outbox.ts';
 
 const scale = Number(process.env.FAULTS_SCALE ?? '1');
@@ -265,7 +265,7 @@ scenarios.push({
     const until = Date.now() + 12_000;
     while (h.writing() || Date.now() < until) {
       await sleep(1500);
-      const victims = h.procs.filter((p) => p.role === 'deliver' && p.proc.child.exitCode === null);
+      const victims = h.procs.filter((p) => p.role === 'deliver' && alive(p.proc));
       const victim = victims[Math.floor(Math.random() * victims.length)];
       if (!victim) continue;
       await h.kill(victim.proc);
@@ -367,7 +367,7 @@ scenarios.push({
     await client.flushall();
     client.disconnect();
     h.note('FLUSHALL at the end of the quiet hours');
-    const victim = h.procs.find((p) => p.role === 'deliver' && p.proc.child.exitCode === null);
+    const victim = h.procs.find((p) => p.role === 'deliver' && alive(p.proc));
     if (victim) {
       await h.kill(victim.proc);
       h.note(`SIGKILL deliver pid ${victim.proc.child.pid}`);
@@ -377,10 +377,43 @@ scenarios.push({
   },
 });
 
+scenarios.push({
+  name: 'digest-kill',
+  title: 'Digests of bursts (2 s windows) while a deliver is SIGKILLed every 3 s and Redis is flushed once',
+  events: n(2000),
+  ingest: 1,
+  deliver: 3,
+  faults: { delay_ms: 10 },
+  pushFaults: { delay_ms: 20 },
+  writer: { ratePerSecond: 100 },
+  sideEveryMs: 30,
+  // No cap here: every summary must go, so the counts they carry can be checked against the ledger.
+  config: { tencent_push: { frequency_cap: [], digest: { activity_notice: { window: '2s' } } } },
+  async inject(h) {
+    let flushed = false;
+    while (h.writing()) {
+      await sleep(3000);
+      if (!flushed && h.progress() > 0.4) {
+        const { Redis } = await import('ioredis');
+        const client = new Redis(h.env.config.redis.url);
+        await client.flushall();
+        client.disconnect();
+        h.note('FLUSHALL');
+        flushed = true;
+      }
+      const victim = h.procs.find((p) => p.role === 'deliver' && alive(p.proc));
+      if (!victim) continue;
+      await h.kill(victim.proc);
+      h.note(`SIGKILL deliver pid ${victim.proc.child.pid}`);
+      await h.spawn('deliver');
+    }
+  },
+});
+
 async function killDeliversInTurn(h: Harness): Promise<void> {
   while (h.writing()) {
     await sleep(3000);
-    const victims = h.procs.filter((p) => p.role === 'deliver' && p.proc.child.exitCode === null);
+    const victims = h.procs.filter((p) => p.role === 'deliver' && alive(p.proc));
     const victim = victims[Math.floor(Math.random() * victims.length)];
     if (!victim) continue;
     await h.kill(victim.proc);
@@ -429,6 +462,7 @@ const problems = results.flatMap((r) => [
     ...(c.stuck > 0 ? [`${r.scenario}: ${c.stuck} ${channel} deliveries stuck (ledger row never final)`] : []),
   ]),
   ...(r.misdirected > 0 ? [`${r.scenario}: ${r.misdirected} messages or inbox items reached the wrong user`] : []),
+  ...(r.digest_mismatch > 0 ? [`${r.scenario}: ${r.digest_mismatch} users' digest counts do not add up: ${r.unwanted_why.slice(0, 3).join('; ')}`] : []),
   ...(r.unwanted > 0 ? [`${r.scenario}: ${r.unwanted} sends the user did not want (a suppressed row sent, or pushes over the cap)`] : []),
   ...(r.phantom > 0 ? [`${r.scenario}: ${r.phantom} messages for events never committed`] : []),
   ...(r.user_visible_duplicates > 0 ? [`${r.scenario}: ${r.user_visible_duplicates} events reached a user twice`] : []),

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { OfflinePushConfig } from '../../config/schema.ts';
 import { CHANNEL_TENCENT_PUSH, formatKey, type LedgerRow } from '../../ledger/types.ts';
 import type { NoticeMetrics } from '../../observability/metrics.ts';
-import { renderOfflinePush, type OfflinePushInfo } from '../../tencent-im/offline-push.ts';
+import { renderOfflinePush, withDigestCount, type OfflinePushInfo } from '../../tencent-im/offline-push.ts';
 import type { PushBatchOutcome, TencentPushSender } from '../../tencent-im/push-client.ts';
 import type { SendPacer } from '../../tencent-im/send-pacer.ts';
 import { slotWithinLock } from '../../delivery/wrappers/slot-within-lock.ts';
@@ -154,10 +154,11 @@ export function tencentPushChannel(deps: TencentPushDeps): DeliveryChannel {
           latencyMs: 0,
         });
       }
-      const key = JSON.stringify(rendered.info);
+      const info = ctx.digestCount && ctx.digestCount > 1 ? withDigestCount(rendered.info, ctx.digestCount) : rendered.info;
+      const key = JSON.stringify(info);
       let group = groups.get(key);
       if (!group) {
-        group = { info: rendered.info, waiting: [], draining: false };
+        group = { info, waiting: [], draining: false };
         groups.set(key, group);
       }
       const joined = group;

@@ -39,6 +39,17 @@ export const tencentPush = z.strictObject({
    * deleted. The kind must go to the inbox too.
    */
   escalate_after: z.record(z.string().min(1), durationMs).default(() => ({})),
+  /**
+   * Per notice kind, a digest: a user's pushes of the kind within `window` (of one room with by_room) become one
+   * summary push — the newest notice, its title prefixed with the count — sent when the window closes; with
+   * first_at_once the first goes at once and the summary covers the rest. The inbox and C2C keep every notice.
+   */
+  digest: z
+    .record(
+      z.string().min(1),
+      z.strictObject({ window: durationMs.default(60_000), first_at_once: z.boolean().default(false), by_room: z.boolean().default(false) }),
+    )
+    .default(() => ({})),
 });
 export type TencentPushConfig = z.infer<typeof tencentPush>;
 

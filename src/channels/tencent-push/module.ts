@@ -17,6 +17,10 @@ export const tencentPushModule: ChannelModule<typeof tencentPushConfigShape> = {
   rateLimitPerSecond: (config) => config.tencent_push.rate_limit_per_second || null,
   quotaCounts: 'calls',
   escalateAfterMs: (config, kind) => config.tencent_push.escalate_after[kind] ?? null,
+  digestRule: (config, kind) => {
+    const d = config.tencent_push.digest[kind];
+    return d ? { windowMs: d.window, firstAtOnce: d.first_at_once, byRoom: d.by_room } : null;
+  },
   configProblems: (config) =>
     Object.keys(config.tencent_push.escalate_after)
       .filter((kind) => !config.inbox.enabled || !(config.inbox.kinds.includes(kind) || config.inbox.kinds.includes('*')))
