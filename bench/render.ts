@@ -132,6 +132,11 @@ export function renderMarkdown(r: Record<string, any>): string {
       out.push(
         `| ${v.variant} | ${v.notices} | ${v.calls} | ${v.accounts_per_call_median} | ${v.drain_seconds} (${v.drain_runs.join(', ')}) | ${v.unbatched_seconds_at_rate} s |`,
       );
+    const e = r.push_batch.escalations;
+    if (e)
+      out.push(
+        `| ${e.variant} | ${e.notices} | ${e.calls} | ${e.accounts_per_call_median} | ${e.drain_after_due_seconds} after falling due (one run); over-frequency answers ${e.over_frequency_answers} | ${e.unbatched_seconds_at_rate} s |`,
+      );
     out.push('');
   }
   if (r.api_flood) {

@@ -542,7 +542,11 @@ if (want('push_batch')) {
     log(`push_batch: ${batched} identical pushes batched, ${single} one per call, run ${i + 1}/${RUNS}`);
     runs.push({ batched: await runPushBatch(batched, 500, IM_LATENCY_MS), single: await runPushBatch(single, 1, IM_LATENCY_MS) });
   }
+  // Issue 35: escalations all falling due in one moment still go through the push pacer and share calls.
+  log(`push_batch: ${batched} escalations falling due together`);
+  const escalations = await runPushBatch(batched, 500, IM_LATENCY_MS, SMOKE ? 5000 : 20_000);
   report.push_batch = {
+    escalations,
     batched: {
       ...runs[0]!.batched,
       calls: medianOf(runs, (r) => r.batched.calls),

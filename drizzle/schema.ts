@@ -294,3 +294,15 @@ export const noticeDigestMembers = mysqlTable(
     index('idx_ndm_window').on(t.appCode, t.userId, t.channel, t.noticeKind, t.digestKey, t.seq),
   ],
 );
+
+/** Per user, the newest inbox item id they have seen (MarkSeen): the bell badge counts items above it. One row a user. */
+export const noticeInboxSeen = mysqlTable(
+  'notice_inbox_seen',
+  {
+    appCode: varbinary('app_code', { length: 128 }).notNull(),
+    userId: varbinary('user_id', { length: 256 }).notNull(),
+    seenUpToId: bigint('seen_up_to_id', { mode: 'number', unsigned: true }).notNull(),
+    updatedAtMs: bigint('updated_at_ms', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ name: 'pk_notice_inbox_seen', columns: [t.appCode, t.userId] })],
+);

@@ -9,6 +9,8 @@ import type { ChannelContext } from '../types.ts';
 import type { ChannelOutcome, DeliveryChannel } from '../types.ts';
 import { factHash, InboxStore, type NewInboxItem } from './store.ts';
 import { InboxSweeper } from './sweeper.ts';
+import { publishInboxChanges } from './live.ts';
+import { describeError } from '../../platform/errors.ts';
 
 /** When an item of this kind expires (retention per kind, `default` for the rest; 0 = only the cap removes it). */
 export function expiryFor(retention: InboxConfig['retention'], kind: string, createdAtMs: number): number | null {
@@ -31,11 +33,24 @@ export function inboxChannel(ctx: ChannelContext, store = new InboxStore(ctx.poo
     batchScheduleFn: slot.schedule,
   });
 
+  /** Committed items reach the users' open WatchInbox streams, in whichever API process holds them (best effort). */
+  function announce(items: readonly NewInboxItem[], ids: ReadonlyMap<string, string>): void {
+    if (!config.live_events) return;
+    const changes = items.flatMap((item) => {
+      const id = ids.get(factHash(item.fact).toString('hex'));
+      return id ? [{ owner: { appCode: item.appCode, userId: item.userId }, change: { type: 'added' as const, id } }] : [];
+    });
+    publishInboxChanges(ctx.redis, ctx.config.redis.prefix, changes).catch((err) =>
+      ctx.logger.warn({ err: describeError(err) }, 'inbox live events not published; open streams catch up on the next change'),
+    );
+  }
+
   async function insertBatch(items: readonly NewInboxItem[]): Promise<ChannelOutcome[]> {
     const startedMs = performance.now();
     try {
       const ids = await store.insert(items);
       const latencyMs = performance.now() - startedMs;
+      announce(items, ids);
       return items.map((item) => outcomeOf(ids.get(factHash(item.fact).toString('hex')), latencyMs));
     } catch (err) {
       if (!isDataError(err) || items.length === 1) throw err;
@@ -46,6 +61,7 @@ export function inboxChannel(ctx: ChannelContext, store = new InboxStore(ctx.poo
         const rowStartedMs = performance.now();
         try {
           const ids = await store.insert([item]);
+          announce([item], ids);
           return outcomeOf(ids.get(factHash(item.fact).toString('hex')), performance.now() - rowStartedMs);
         } catch (err) {
           if (!isDataError(err)) throw err;

@@ -43,6 +43,13 @@ export const inbox = z.strictObject({
   api_query_timeout: durationMs.default(2000),
   /** Concurrent calls per gateway connection (HTTP/2 streams). */
   api_max_concurrent_streams: z.number().int().min(1).max(10_000).default(100),
+  /**
+   * WatchInbox and the events behind it: the inbox channel and the API publish each user's changes on Redis pub/sub,
+   * and every API process holding that user's stream hears them. Off: WatchInbox answers UNIMPLEMENTED.
+   */
+  live_events: z.boolean().default(true),
+  /** Open WatchInbox streams per API process (each is a subscription and a little memory); beyond, RESOURCE_EXHAUSTED. */
+  api_max_watch_streams: z.number().int().min(1).max(100_000).default(10_000),
   /** gRPC server reflection, so grpcurl needs no proto; the schema is no secret, the listener's guard still applies. */
   api_reflection: z.boolean().default(true),
 });

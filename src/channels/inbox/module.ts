@@ -46,6 +46,7 @@ export const inboxModule: ChannelModule<typeof inboxConfigShape> = {
           config.inbox,
           logger,
           config.preferences.enabled ? (await import('../../preferences/api.ts')).preferenceGrid(config) : undefined,
+          config.redis,
         ),
     },
   ],

@@ -45,6 +45,8 @@ export interface UnreadCount {
   count: number;
   capped: boolean;
   byKind: Record<string, number>;
+  /** Items newer than the user's MarkSeen, counted up to the same cap (the bell badge). */
+  unseen: number;
 }
 
 /** One fact is one inbox item, whichever delivery attempt writes it. */
@@ -156,7 +158,39 @@ export class InboxStore {
       byKind[r.notice_kind] = Number(r.n);
       total += Number(r.n);
     }
-    return { count: Math.min(total, cap), capped: total > cap, byKind };
+    const [[seen]] = (await this.query<RowDataPacket[]>(
+      `SELECT COUNT(*) AS n FROM (SELECT id FROM ${TABLE} WHERE app_code = ? AND user_id = ?
+          AND id > COALESCE((SELECT seen_up_to_id FROM notice_inbox_seen WHERE app_code = ? AND user_id = ?), 0) ORDER BY id DESC LIMIT ?) AS fresh`,
+      [owner.appCode, owner.userId, owner.appCode, owner.userId, cap],
+    )) as [RowDataPacket[], unknown];
+    return { count: Math.min(total, cap), capped: total > cap, byKind, unseen: Number(seen!.n) };
+  }
+
+  /** Everything up to `upToId` (null: up to the newest item) counts as seen; the mark only moves forward. */
+  async markSeen(owner: InboxOwner, upToId: string | null, nowMs: number): Promise<void> {
+    const upTo = upToId ?? (await this.newestId(owner));
+    if (upTo === null) return;
+    await this.query<ResultSetHeader>(
+      `INSERT INTO notice_inbox_seen (app_code, user_id, seen_up_to_id, updated_at_ms) VALUES (?, ?, ?, ?)
+       ON DUPLICATE KEY UPDATE seen_up_to_id = GREATEST(seen_up_to_id, VALUES(seen_up_to_id)), updated_at_ms = VALUES(updated_at_ms)`,
+      [owner.appCode, owner.userId, upTo, nowMs],
+    );
+  }
+
+  /** The user's newest item id (archived ones included), or null. */
+  async newestId(owner: InboxOwner): Promise<string | null> {
+    const [rows] = await this.query<RowDataPacket[]>(`SELECT MAX(id) AS id FROM ${TABLE} WHERE app_code = ? AND user_id = ?`, [owner.appCode, owner.userId]);
+    return rows[0]?.id === null || rows[0]?.id === undefined ? null : String(rows[0].id);
+  }
+
+  /** One item of the owner's, or null. */
+  async item(owner: InboxOwner, id: string): Promise<InboxItem | null> {
+    const [rows] = await this.query<RowDataPacket[]>(`SELECT ${COLUMNS} FROM ${TABLE} WHERE app_code = ? AND user_id = ? AND id = ?`, [
+      owner.appCode,
+      owner.userId,
+      id,
+    ]);
+    return rows[0] ? toItem(rows[0]) : null;
   }
 
   /** Of these ids, the ones that are this owner's items (someone else's look exactly like missing ones). */

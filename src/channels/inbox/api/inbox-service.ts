@@ -5,6 +5,8 @@ import type { InboxConfig } from '../../../config/schema.ts';
 import { describeError } from '../../../platform/errors.ts';
 import type { InboxItem, InboxOwner, InboxStore, UnreadCount } from '../store.ts';
 import { decodePageToken, encodePageToken } from './page-token.ts';
+import type { InboxLiveHub } from '../live.ts';
+import { watchInboxHandler } from './watch.ts';
 import { filterOf, idsOf, InvalidRequest, kindsOf, ownerOf, pageSizeOf, upToIdOf } from './requests.ts';
 
 export const INBOX_PROTO = fileURLToPath(new URL('../../../../proto/notice/inbox/v1/inbox.proto', import.meta.url));
@@ -27,10 +29,17 @@ function toNotification(item: InboxItem) {
   };
 }
 
-const toUnread = (u: UnreadCount) => ({ count: u.count, capped: u.capped, by_kind: u.byKind });
+const toUnread = (u: UnreadCount) => ({ count: u.count, capped: u.capped, by_kind: u.byKind, unseen: u.unseen });
 
 /** notice.inbox.v1.InboxService over the store: validation, ownership, paging; the SQL is InboxStore's. */
-export function inboxHandlers(store: InboxStore, config: InboxConfig, logger: Logger, now: () => number = Date.now) {
+export function inboxHandlers(
+  store: InboxStore,
+  config: InboxConfig,
+  logger: Logger,
+  now: () => number = Date.now,
+  /** Tells the owner's open streams (any process) that something changed; best effort, never fails the call. */
+  changed: (owner: InboxOwner) => void = () => undefined,
+) {
   const unread = (owner: InboxOwner, kinds: readonly string[] = []) => store.unreadCount(owner, kinds, config.unread_count_cap).then(toUnread);
 
   /** Every id must be the caller's: someone else's looks exactly like a missing one (NOT_FOUND), and nothing changes. */
@@ -46,6 +55,7 @@ export function inboxHandlers(store: InboxStore, config: InboxConfig, logger: Lo
   const byIds = (change: (owner: InboxOwner, ids: string[]) => Promise<number>) => async (req: any) => {
     const owner = ownerOf(req.caller);
     const n = await change(owner, await ownIds(owner, req.ids));
+    if (n > 0) changed(owner);
     return { updated_count: n, unread: await unread(owner) };
   };
 
@@ -75,7 +85,14 @@ export function inboxHandlers(store: InboxStore, config: InboxConfig, logger: Lo
       const owner = ownerOf(req.caller);
       const upTo = upToIdOf(req.up_to_id);
       const n = await store.markAllRead(owner, upTo, kindsOf(req.kinds), now());
+      if (n > 0) changed(owner);
       return { updated_count: n, unread: await unread(owner) };
+    },
+    async MarkSeen(req: any) {
+      const owner = ownerOf(req.caller);
+      await store.markSeen(owner, upToIdOf(req.up_to_id), now());
+      changed(owner);
+      return { updated_count: 0, unread: await unread(owner) };
     },
     ArchiveNotifications: byIds((owner, ids) => store.archive(owner, ids, now())),
     UnarchiveNotifications: byIds((owner, ids) => store.unarchive(owner, ids)),
@@ -88,12 +105,18 @@ export function inboxHandlers(store: InboxStore, config: InboxConfig, logger: Lo
 const isOverloaded = (err: unknown) => err instanceof Error && err.message === 'Queue limit reached.';
 
 /** Adds InboxService to a gRPC server (the inbox API's own listener, see ./server.ts). */
-export async function addInboxService(server: grpc.Server, store: InboxStore, config: InboxConfig, logger: Logger): Promise<object> {
+export async function addInboxService(
+  server: grpc.Server,
+  store: InboxStore,
+  config: InboxConfig,
+  logger: Logger,
+  live?: { hub: InboxLiveHub; changed(owner: InboxOwner): void },
+): Promise<object> {
   const grpcJs = await import('@grpc/grpc-js');
   const protoLoader = await import('@grpc/proto-loader');
   const definition = await protoLoader.load(INBOX_PROTO, { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
   const pkg = grpcJs.loadPackageDefinition(definition) as any;
-  const handlers = inboxHandlers(store, config, logger);
+  const handlers = inboxHandlers(store, config, logger, Date.now, live?.changed);
   const unary = Object.fromEntries(
     Object.entries(handlers).map(([name, handler]) => [
       name,
@@ -112,6 +135,13 @@ export async function addInboxService(server: grpc.Server, store: InboxStore, co
       },
     ]),
   );
-  server.addService(pkg.notice.inbox.v1.InboxService.service, unary);
+  const unread = (owner: InboxOwner) => store.unreadCount(owner, [], config.unread_count_cap).then(toUnread);
+  const streaming = live
+    ? { WatchInbox: watchInboxHandler({ store, hub: live.hub, unread, toNotification, logger, grpc: grpcJs }) }
+    : {
+        WatchInbox: (call: grpc.ServerWritableStream<any, any>) =>
+          call.destroy(Object.assign(new Error('live inbox events are off (inbox.live_events)'), { code: grpcJs.status.UNIMPLEMENTED })),
+      };
+  server.addService(pkg.notice.inbox.v1.InboxService.service, { ...unary, ...streaming });
   return definition;
 }

@@ -1,3 +1,7 @@
+import { describeError } from '../../../platform/errors.ts';
+import { createRedis, type Redis } from '../../../platform/redis.ts';
+import { InboxLiveHub, publishInboxChanges } from '../live.ts';
+import type { InboxOwner } from '../store.ts';
 import { readFileSync } from 'node:fs';
 import type * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
@@ -60,7 +64,12 @@ export class InboxApiServer implements Role {
     private readonly logger: Logger,
     /** Which preferences exist (PreferencesService); none: the service is not served. */
     private readonly preferences?: PreferenceGrid,
+    /** Where live events travel (WatchInbox): the deployment's Redis and key prefix. */
+    private readonly redis?: { url: string; prefix: string; cluster: boolean },
   ) {}
+
+  private hub: InboxLiveHub | null = null;
+  private publisher: Redis | null = null;
 
   async start(): Promise<void> {
     const { config } = this;
@@ -77,7 +86,20 @@ export class InboxApiServer implements Role {
       'grpc.max_concurrent_streams': config.api_max_concurrent_streams,
     });
     this.pool = createMysqlPool(this.mysqlUrl, config.api_pool_size, { queueLimit: config.api_queue_limit });
-    const definitions = [await addInboxService(server, new InboxStore(this.pool, config.api_query_timeout), config, this.logger)];
+    let live: { hub: InboxLiveHub; changed(owner: InboxOwner): void } | undefined;
+    if (config.live_events && this.redis) {
+      const { url, prefix, cluster } = this.redis;
+      const publisher = (this.publisher = createRedis(url, 'producer', { cluster }));
+      this.hub = new InboxLiveHub(createRedis(url, 'worker', { cluster }), prefix, config.api_max_watch_streams);
+      live = {
+        hub: this.hub,
+        changed: (owner) =>
+          void publishInboxChanges(publisher, prefix, [{ owner, change: { type: 'changed' } }]).catch((err) =>
+            this.logger.warn({ err: describeError(err) }, 'inbox live event not published; open streams catch up on the next change'),
+          ),
+      };
+    }
+    const definitions = [await addInboxService(server, new InboxStore(this.pool, config.api_query_timeout), config, this.logger, live)];
     // The user's preferences live on the same listener, under the same guard: the gateway is the only caller.
     if (this.preferences)
       definitions.push(
@@ -126,5 +148,9 @@ export class InboxApiServer implements Role {
     }
     await this.pool?.end();
     this.pool = null;
+    await this.hub?.close();
+    this.hub = null;
+    this.publisher?.disconnect();
+    this.publisher = null;
   }
 }
