@@ -96,6 +96,9 @@ export class FakeImServer {
   private pushTimes: number[] = [];
   private pushSeen = new Map<string, number>();
   private pushStats = { requests: 0, by_code: {} as Record<string, number>, dropped: 0, http_errors: 0 };
+  private readStats = { requests: 0, by_code: {} as Record<string, number>, dropped: 0, http_errors: 0 };
+  private readFaults: ActiveFaults = FakeImServer.noFaults();
+  private readMarks: Array<{ sdkAppId: number; reportAccount: string; peerAccount: string; receivedAtMs: number }> = [];
   private readonly now: () => number;
   private received: ReceivedMessage[] = [];
   private dedup = new Map<string, { msgKey: string; atMs: number }>();
@@ -170,6 +173,8 @@ export class FakeImServer {
   reset(): void {
     this.faults = FakeImServer.noFaults();
     this.pushFaults = FakeImServer.noFaults();
+    this.readFaults = FakeImServer.noFaults();
+    this.readMarks = [];
     this.pushed = [];
     this.pushTimes = [];
     this.pushSeen.clear();
@@ -206,6 +211,10 @@ export class FakeImServer {
     const body = await readBody(req);
     if (url.pathname === '/v4/openim/sendmsg' && req.method === 'POST') return this.sendmsg(url, body, req, res);
     if (url.pathname === '/v4/timpush/batch' && req.method === 'POST') return this.pushBatch(url, body, req, res);
+    if (url.pathname === '/v4/openim/admin_set_msg_read' && req.method === 'POST') {
+      this.readStats.requests++;
+      return this.answerWithFaults(this.readFaults, this.readStats, req, res, () => this.answerSetMsgRead(url, body));
+    }
     if (url.pathname === '/_fake/pushes' && req.method === 'GET') return json(res, 200, { pushes: this.pushed, stats: this.getPushStats() });
     if (url.pathname === '/_fake/push-faults' && req.method === 'POST') {
       try {
@@ -301,6 +310,43 @@ export class FakeImServer {
       this.verifiedSigs.set(cacheKey, sigCheck.expiresAtMs);
     }
     return { app };
+  }
+
+  /** admin_set_msg_read: Report_Account read the C2C conversation with Peer_Account (the admin's notices) up to now. */
+  private answerSetMsgRead(url: URL, body: string): Record<string, unknown> {
+    const fail = (code: number, info: string) => ({ ActionStatus: 'FAIL', ErrorCode: code, ErrorInfo: info });
+    const checked = this.checkAdmin(url);
+    if ('denied' in checked) return fail(checked.denied.code, checked.denied.info);
+    let msg: Record<string, unknown>;
+    try {
+      msg = JSON.parse(body) as Record<string, unknown>;
+    } catch {
+      return fail(90001, 'the body is not JSON');
+    }
+    for (const field of ['Report_Account', 'Peer_Account'])
+      if (typeof msg[field] !== 'string' || msg[field] === '') return fail(90001, `${field} is missing or not a string`);
+    if (this.faults.not_imported.includes(msg.Report_Account as string)) return fail(70107, 'account does not exist');
+    this.readMarks.push({
+      sdkAppId: checked.app.sdkAppId,
+      reportAccount: msg.Report_Account as string,
+      peerAccount: msg.Peer_Account as string,
+      receivedAtMs: this.now(),
+    });
+    return { ActionStatus: 'OK', ErrorCode: 0, ErrorInfo: '' };
+  }
+
+  /** The admin_set_msg_read calls that succeeded. */
+  readMarksReceived(): ReadonlyArray<{ sdkAppId: number; reportAccount: string; peerAccount: string; receivedAtMs: number }> {
+    return this.readMarks;
+  }
+
+  getReadStats() {
+    return { ...this.readStats };
+  }
+
+  /** Faults for admin_set_msg_read (the inbox's read sync), apart from sendmsg's and the push's. */
+  setReadFaults(faults: Faults): void {
+    this.readFaults = { ...FakeImServer.noFaults(), ...faults, errors: (faults.errors ?? []).map((e) => ({ ...e })) };
   }
 
   private answerPush(url: URL, body: string): Record<string, unknown> {

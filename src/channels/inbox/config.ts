@@ -48,6 +48,18 @@ export const inbox = z.strictObject({
    * and every API process holding that user's stream hears them. Off: WatchInbox answers UNIMPLEMENTED.
    */
   live_events: z.boolean().default(true),
+  /**
+   * When a user reads inbox items, mark their C2C conversation with the notices' sender read in Tencent IM
+   * (admin_set_msg_read), so the IM badge agrees: at most once per user per window, at its end, best effort.
+   */
+  im_read_sync: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      window: durationMs.default(3000),
+      /** admin_set_msg_read calls per second per app, shared by every API process (Tencent's quota is not documented here). */
+      rate_limit_per_second: z.number().int().min(1).max(1000).default(50),
+    })
+    .default(() => ({ enabled: true, window: 3000, rate_limit_per_second: 50 })),
   /** Open WatchInbox streams per API process (each is a subscription and a little memory); beyond, RESOURCE_EXHAUSTED. */
   api_max_watch_streams: z.number().int().min(1).max(100_000).default(10_000),
   /** gRPC server reflection, so grpcurl needs no proto; the schema is no secret, the listener's guard still applies. */

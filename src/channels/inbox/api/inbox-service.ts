@@ -39,6 +39,8 @@ export function inboxHandlers(
   now: () => number = Date.now,
   /** Tells the owner's open streams (any process) that something changed; best effort, never fails the call. */
   changed: (owner: InboxOwner) => void = () => undefined,
+  /** The owner read items (read, mark-all, archive): their IM conversation is marked read too, later, best effort. */
+  read: (owner: InboxOwner) => void = () => undefined,
 ) {
   const unread = (owner: InboxOwner, kinds: readonly string[] = []) => store.unreadCount(owner, kinds, config.unread_count_cap).then(toUnread);
 
@@ -52,12 +54,15 @@ export function inboxHandlers(
   }
 
   /** A change by ids: the caller's own ids only, then the change, answered with the new unread count. */
-  const byIds = (change: (owner: InboxOwner, ids: string[]) => Promise<number>) => async (req: any) => {
-    const owner = ownerOf(req.caller);
-    const n = await change(owner, await ownIds(owner, req.ids));
-    if (n > 0) changed(owner);
-    return { updated_count: n, unread: await unread(owner) };
-  };
+  const byIds =
+    (change: (owner: InboxOwner, ids: string[]) => Promise<number>, reads = false) =>
+    async (req: any) => {
+      const owner = ownerOf(req.caller);
+      const n = await change(owner, await ownIds(owner, req.ids));
+      if (n > 0) changed(owner);
+      if (n > 0 && reads) read(owner);
+      return { updated_count: n, unread: await unread(owner) };
+    };
 
   const handlers = {
     async ListNotifications(req: any) {
@@ -79,13 +84,14 @@ export function inboxHandlers(
       const owner = ownerOf(req.caller);
       return { unread: await unread(owner, kindsOf(req.kinds)) };
     },
-    MarkNotificationsRead: byIds((owner, ids) => store.markRead(owner, ids, now())),
+    MarkNotificationsRead: byIds((owner, ids) => store.markRead(owner, ids, now()), true),
     MarkNotificationsUnread: byIds((owner, ids) => store.markUnread(owner, ids)),
     async MarkAllNotificationsRead(req: any) {
       const owner = ownerOf(req.caller);
       const upTo = upToIdOf(req.up_to_id);
       const n = await store.markAllRead(owner, upTo, kindsOf(req.kinds), now());
       if (n > 0) changed(owner);
+      if (n > 0) read(owner);
       return { updated_count: n, unread: await unread(owner) };
     },
     async MarkSeen(req: any) {
@@ -94,7 +100,7 @@ export function inboxHandlers(
       changed(owner);
       return { updated_count: 0, unread: await unread(owner) };
     },
-    ArchiveNotifications: byIds((owner, ids) => store.archive(owner, ids, now())),
+    ArchiveNotifications: byIds((owner, ids) => store.archive(owner, ids, now()), true),
     UnarchiveNotifications: byIds((owner, ids) => store.unarchive(owner, ids)),
     DeleteNotifications: byIds((owner, ids) => store.delete(owner, ids)),
   };
@@ -111,12 +117,13 @@ export async function addInboxService(
   config: InboxConfig,
   logger: Logger,
   live?: { hub: InboxLiveHub; changed(owner: InboxOwner): void },
+  read?: (owner: InboxOwner) => void,
 ): Promise<object> {
   const grpcJs = await import('@grpc/grpc-js');
   const protoLoader = await import('@grpc/proto-loader');
   const definition = await protoLoader.load(INBOX_PROTO, { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
   const pkg = grpcJs.loadPackageDefinition(definition) as any;
-  const handlers = inboxHandlers(store, config, logger, Date.now, live?.changed);
+  const handlers = inboxHandlers(store, config, logger, Date.now, live?.changed, read);
   const unary = Object.fromEntries(
     Object.entries(handlers).map(([name, handler]) => [
       name,

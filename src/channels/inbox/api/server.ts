@@ -1,6 +1,7 @@
 import { describeError } from '../../../platform/errors.ts';
 import { createRedis, type Redis } from '../../../platform/redis.ts';
 import { InboxLiveHub, publishInboxChanges } from '../live.ts';
+import type { ImReadSync } from '../read-sync.ts';
 import type { InboxOwner } from '../store.ts';
 import { readFileSync } from 'node:fs';
 import type * as grpc from '@grpc/grpc-js';
@@ -66,7 +67,11 @@ export class InboxApiServer implements Role {
     private readonly preferences?: PreferenceGrid,
     /** Where live events travel (WatchInbox): the deployment's Redis and key prefix. */
     private readonly redis?: { url: string; prefix: string; cluster: boolean },
+    /** Marks users' IM conversations read when they read inbox items (over the publisher connection); none: off. */
+    private readonly readSyncOf?: (redis: Redis) => ImReadSync | null,
   ) {}
+
+  private readSync: ImReadSync | null = null;
 
   private hub: InboxLiveHub | null = null;
   private publisher: Redis | null = null;
@@ -89,7 +94,7 @@ export class InboxApiServer implements Role {
     let live: { hub: InboxLiveHub; changed(owner: InboxOwner): void } | undefined;
     if (config.live_events && this.redis) {
       const { url, prefix, cluster } = this.redis;
-      const publisher = (this.publisher = createRedis(url, 'producer', { cluster }));
+      const publisher = (this.publisher ??= createRedis(url, 'producer', { cluster }));
       this.hub = new InboxLiveHub(createRedis(url, 'worker', { cluster }), prefix, config.api_max_watch_streams);
       live = {
         hub: this.hub,
@@ -99,7 +104,21 @@ export class InboxApiServer implements Role {
           ),
       };
     }
-    const definitions = [await addInboxService(server, new InboxStore(this.pool, config.api_query_timeout), config, this.logger, live)];
+    if (this.redis && this.readSyncOf) {
+      this.publisher ??= createRedis(this.redis.url, 'producer', { cluster: this.redis.cluster });
+      this.readSync = this.readSyncOf(this.publisher);
+    }
+    const readSync = this.readSync;
+    const definitions = [
+      await addInboxService(
+        server,
+        new InboxStore(this.pool, config.api_query_timeout),
+        config,
+        this.logger,
+        live,
+        readSync ? (owner) => readSync.readBy(owner) : undefined,
+      ),
+    ];
     // The user's preferences live on the same listener, under the same guard: the gateway is the only caller.
     if (this.preferences)
       definitions.push(
@@ -148,6 +167,8 @@ export class InboxApiServer implements Role {
     }
     await this.pool?.end();
     this.pool = null;
+    this.readSync?.close();
+    this.readSync = null;
     await this.hub?.close();
     this.hub = null;
     this.publisher?.disconnect();

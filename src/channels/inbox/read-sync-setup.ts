@@ -1,0 +1,36 @@
+import type { Logger } from 'pino';
+import type { NoticeConfig } from '../../config/schema.ts';
+import { tencentApps } from '../../config/tencent-apps.ts';
+import type { Redis } from '../../platform/redis.ts';
+import { TencentRest } from '../../tencent-im/rest.ts';
+import { SendPacer } from '../../tencent-im/send-pacer.ts';
+import { UserSigCache } from '../../tencent-im/usersig.ts';
+import { ImReadSync, type ReadSyncApp } from './read-sync.ts';
+
+/** The read sync of an inbox API process: per Tencent app, its own REST client and its own pacer for the call. */
+export function createReadSync(config: NoticeConfig, redis: Redis, logger: Logger): ImReadSync {
+  const im = config.tencent_im;
+  const sync = config.inbox.im_read_sync;
+  const apps = new Map<string, ReadSyncApp>();
+  for (const app of tencentApps(config).values()) {
+    const rest = new TencentRest(
+      {
+        baseUrl: app.baseUrl,
+        sdkAppId: app.sdkAppId,
+        adminIdentifier: app.adminIdentifier,
+        requestTimeoutMs: im.request_timeout,
+        idleSocketTimeoutMs: im.idle_socket_timeout,
+        maxSockets: 4,
+      },
+      new UserSigCache(app.sdkAppId, app.secretKey, app.adminIdentifier, im.usersig_ttl),
+      logger.child({ app: app.appCode }),
+    );
+    apps.set(app.appCode, {
+      call: (path, body) => rest.call(path, body),
+      peerAccount: app.adminIdentifier,
+      close: () => rest.close(),
+      pacer: new SendPacer(redis, config.redis.prefix, sync.rate_limit_per_second, () => undefined, `tencent-im-read${app.pacerScope}`),
+    });
+  }
+  return new ImReadSync({ redis, prefix: config.redis.prefix, apps, windowMs: sync.window, retryDelaysMs: [1000, 2000, 4000], logger });
+}
