@@ -173,4 +173,17 @@ describe('quiet hours (PreferencesService SetQuietHours; pushes wait in the ledg
     expect(rows.map((r) => r.last_error_code)).toEqual(['QUIET_HOURS', 'QUIET_HOURS']);
     expect(env!.fakeIm.pushes()).toHaveLength(0);
   });
+
+  it('with a digest on, the notices held for the quiet hours go out as exactly one push after the window', async () => {
+    await world({ tencent_push: { enabled: true, batch_linger: '0ms', kinds: ['activity_notice'], digest: { activity_notice: { window: '2s' } } } });
+    const w = windowEndingIn(5);
+    await call('SetQuietHours', { caller: user, quiet_hours: { time_zone: ZONE, windows: [{ start: w.start, end: w.end }] } });
+    await insertActivityRows(env!.owner, env!.config.activity_database, [1, 2, 3, 4, 5].map(activity));
+    await waitFor(() => statuses(env!), (c) => c['tencent_push:deferred'] === 5 && c['inbox:delivered'] === 5, 5_000, 'all five held');
+    await waitFor(() => statuses(env!), (c) => c['tencent_push:delivered'] === 1 && c['tencent_push:digested'] === 4, 15_000, 'one summary');
+    const pushes = env!.fakeIm.pushes();
+    expect(pushes).toHaveLength(1);
+    expect(JSON.parse(pushes[0]!.offlinePush.Ext as string)).toMatchObject({ digest_count: 5 });
+    expect(pushes[0]!.receivedAtMs).toBeGreaterThanOrEqual(w.untilMs);
+  });
 });
