@@ -316,6 +316,28 @@ rejects
   });
 
 program
+  .command('revoke')
+  .description("take a fact's notices back: unsent ones never go, a sent C2C message is withdrawn, the inbox item removed")
+  .argument('<event_id>')
+  .addOption(configOption())
+  .option('--source <source_name>', 'its source (found from the ledger when omitted)')
+  .option('--app <app_code>', 'its app (found from the ledger when omitted)')
+  .option('--wait <duration>', 'how long to wait for deliver to finish it', '30s')
+  .addOption(outputOption())
+  .action(async (eventId: string, opts: { config?: string; source?: string; app?: string; wait: string; output: string }) => {
+    const output = outputFormat(opts.output);
+    const { revokeCommand } = await import('../src/ops/cli-ops.ts');
+    const { durationMs } = await import('../src/config/duration.ts');
+    const result = await revokeCommand(loadConfig(opts.config), { eventId, source: opts.source, app: opts.app, waitMs: durationMs.parse(opts.wait) });
+    if (output === 'json') console.log(JSON.stringify(result, null, 2));
+    else
+      console.log(
+        `${result.asked ? 'revocation asked' : 'already asked before (one revocation per fact)'}; ${result.state === 'done' ? `done: ${result.outcome}` : 'still being worked off by deliver (see inspect)'}`,
+      );
+    if (result.state !== 'done') process.exitCode = 1;
+  });
+
+program
   .command('requeue')
   .description('put failed events back to pending and enqueue them again (asks first; --yes for scripts)')
   .addOption(configOption())

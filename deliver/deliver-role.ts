@@ -1,3 +1,5 @@
+import { Revoker } from '../src/revoke/revoker.ts';
+import { RevocationStore } from '../src/revoke/store.ts';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Pool } from 'mysql2/promise';
@@ -208,6 +210,12 @@ export class DeliverRole implements Role {
       history: new DeliveryHistory(this.pool),
       rejects: new RejectStore(this.pool),
       maxQueuedJobs: maxQueuedJobs(this.config),
+      revoker: new Revoker({
+        revocations: new RevocationStore(this.pool),
+        ledger,
+        channels: new Map(this.channels.map((c) => [c.name, c])),
+        logger: this.logger,
+      }),
       logger: this.logger,
       metrics: this.metrics,
     });

@@ -306,3 +306,24 @@ export const noticeInboxSeen = mysqlTable(
   },
   (t) => [primaryKey({ name: 'pk_notice_inbox_seen', columns: [t.appCode, t.userId] })],
 );
+
+/**
+ * A request to take a fact's notices back (owner fact NoticeRevoked, or `notice-service revoke`): one row per fact,
+ * so asking twice is one revocation. deliver works it off: unsent rows end revoked, sent ones are withdrawn.
+ */
+export const noticeRevocations = mysqlTable(
+  'notice_revocations',
+  {
+    sourceName: varchar('source_name', { length: 64 }).notNull(),
+    appCode: varbinary('app_code', { length: 128 }).notNull(),
+    sourceEventId: varbinary('source_event_id', { length: 764 }).notNull(),
+    /** pending: still being worked off; done: every channel's row is revoked (or could not be taken back, noted). */
+    state: varchar('state', { length: 8 }).notNull(),
+    requestedBy: varchar('requested_by', { length: 128 }).notNull(),
+    requestedAtMs: bigint('requested_at_ms', { mode: 'number' }).notNull(),
+    doneAtMs: bigint('done_at_ms', { mode: 'number' }),
+    /** What happened per channel, for inspect and the audit ("tencent_im_c2c: withdrawn; inbox: removed; …"). */
+    outcome: varchar('outcome', { length: 1024 }),
+  },
+  (t) => [primaryKey({ name: 'pk_notice_revocations', columns: [t.sourceName, t.appCode, t.sourceEventId] }), index('idx_nrv_state').on(t.state)],
+);

@@ -1,6 +1,7 @@
 import type { Pool } from 'mysql2/promise';
 import type { Logger } from 'pino';
 import { PROXY_MAX_AWAIT_MS, PROXY_MIN_INVISIBLE_MS, type NoticeConfig } from '../src/config/schema.ts';
+import { RevocationStore } from '../src/revoke/store.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
 import { GapWatchStore } from '../src/outbox/gap-watch-store.ts';
 import { CursorStore } from '../src/outbox/cursor-store.ts';
@@ -30,6 +31,7 @@ export class IngestRole implements Role {
       throw new RoleConfigError(`ingest has no source enabled: set ${ingestSwitches(config).join(', or ')}`);
     }
     const ledger = new LedgerRepository(pool);
+    const revocations = new RevocationStore(pool);
     const cursors = new CursorStore(pool);
     const gapWatch = new GapWatchStore(pool);
     const owner = newWorkerId('ingest');
@@ -45,6 +47,8 @@ export class IngestRole implements Role {
         routes,
         logger,
         metrics,
+        Date.now,
+        revocations,
       );
 
     // An owner outbox on another server is read through a pool of its own (its read-only user); cursors, gaps and

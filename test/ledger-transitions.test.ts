@@ -57,6 +57,10 @@ const EXPECTED: Record<LedgerStatement, string[]> = {
   recordUnconfirmed: ['delivering/ours'],
   recordSuperseded: ['delivering/ours'],
   requeueFailed: ['failed/none', 'failed/ours', 'failed/others_live', 'failed/others_expired'],
+  // A revocation takes any unsent, unlocked row; a row being sent (delivering) is left to finish first.
+  revokeUnsent: ['pending', 'retryable', 'deferred', 'failed'].flatMap((s) => LOCKS.map((l) => `${s}/${l}`)),
+  startWithdrawal: LOCKS.map((l) => `delivered/${l}`),
+  recordWithdrawn: LOCKS.map((l) => `revoking/${l}`),
   markSending: ['delivering/ours'],
 };
 
@@ -135,6 +139,9 @@ describe('every conditional ledger statement follows the transitions table', () 
       recordExpired: (key) => repo.recordExpired(key, ME, 'too old', nowMs),
       recordSuppressed: (key) => repo.recordSuppressed(key, ME, 'preference', 'turned off', nowMs),
       requeueFailed: (key) => repo.requeueFailed([key], nowMs),
+      revokeUnsent: (key) => repo.revokeUnsent(key, 'taken back', nowMs),
+      startWithdrawal: (key) => repo.startWithdrawal(key, nowMs),
+      recordWithdrawn: (key) => repo.recordWithdrawn(key, 'withdrawn', nowMs),
       markSending: (key) => repo.markSending([key], ME, 'push-sending:data', nowMs),
     };
     const changed: Record<string, string[]> = {};

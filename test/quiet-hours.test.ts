@@ -179,8 +179,18 @@ describe('quiet hours (PreferencesService SetQuietHours; pushes wait in the ledg
     const w = windowEndingIn(5);
     await call('SetQuietHours', { caller: user, quiet_hours: { time_zone: ZONE, windows: [{ start: w.start, end: w.end }] } });
     await insertActivityRows(env!.owner, env!.config.activity_database, [1, 2, 3, 4, 5].map(activity));
-    await waitFor(() => statuses(env!), (c) => c['tencent_push:deferred'] === 5 && c['inbox:delivered'] === 5, 5_000, 'all five held');
-    await waitFor(() => statuses(env!), (c) => c['tencent_push:delivered'] === 1 && c['tencent_push:digested'] === 4, 15_000, 'one summary');
+    await waitFor(
+      () => statuses(env!),
+      (c) => c['tencent_push:deferred'] === 5 && c['inbox:delivered'] === 5,
+      5_000,
+      'all five held',
+    );
+    await waitFor(
+      () => statuses(env!),
+      (c) => c['tencent_push:delivered'] === 1 && c['tencent_push:digested'] === 4,
+      15_000,
+      'one summary',
+    );
     const pushes = env!.fakeIm.pushes();
     expect(pushes).toHaveLength(1);
     expect(JSON.parse(pushes[0]!.offlinePush.Ext as string)).toMatchObject({ digest_count: 5 });

@@ -19,6 +19,16 @@ export function perAppChannel(name: string, byApp: ReadonlyMap<string, DeliveryC
     async onRateLimited(row: LedgerRow): Promise<number> {
       return (await byApp.get(row.appCode)?.onRateLimited?.(row)) ?? 1;
     },
+    // Only a channel whose senders can take a notice back offers to (a push cannot).
+    ...([...byApp.values()].some((c) => c.withdraw)
+      ? {
+          async withdraw(row: LedgerRow) {
+            const channel = byApp.get(row.appCode);
+            if (!channel?.withdraw) return { kind: 'permanent', code: 'UNKNOWN_APP', message: `no ${name} sender for app_code "${row.appCode}"` } as const;
+            return channel.withdraw(row);
+          },
+        }
+      : {}),
     async close() {
       await Promise.all([...byApp.values()].map((c) => c.close?.()));
     },

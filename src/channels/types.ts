@@ -36,6 +36,9 @@ export type ChannelOutcome =
   /** Not sent at all: the push waited (escalate_after) and the inbox item was read, archived or deleted first. */
   | { kind: 'skipped_read'; detail: string };
 
+/** What taking back a sent notice came to (a revocation): withdrawn, or why not (retry later, or never). */
+export type WithdrawResult = { kind: 'withdrawn'; note: string } | { kind: 'retry' | 'permanent'; code: string; message: string };
+
 export interface SendContext {
   /** When the claim's ledger lock ends (null: no lock); a send must end before it. */
   lockUntilMs: number | null;
@@ -58,6 +61,8 @@ export interface DeliveryChannel {
   onRateLimited?(row: LedgerRow): Promise<number>;
   /** Periodic upkeep owned by the channel (retention, caps); run by one process at a time. */
   maintain?(nowMs: number): Promise<Record<string, number>>;
+  /** Takes back a notice this channel delivered (a revocation); absent: what it sent cannot be taken back (a push). */
+  withdraw?(row: LedgerRow): Promise<WithdrawResult>;
   /** How often maintain runs. */
   maintainEveryMs?: number;
   close?(): Promise<void> | void;

@@ -49,6 +49,8 @@ export class Reconciler {
       maxRetryFor: (source: string) => number;
       history?: Pick<DeliveryHistory, 'purge'>;
       rejects?: Pick<RejectStore, 'purge'>;
+      /** Works off revocations (src/revoke/revoker.ts), one leader at a time. */
+      revoker?: { workOff(): Promise<number> };
       /** Stop paging once the deliver queue holds this many waiting jobs (ingest's max_queued_jobs); none if absent. */
       maxQueuedJobs?: number;
       logger: Logger;
@@ -112,6 +114,8 @@ export class Reconciler {
       if (requeued.length === 0 || stranded.length < config.reconciler.batch_size || performance.now() > budgetEnds) break;
       if (maxQueued !== Infinity && (await queues.queuedJobs()) >= maxQueued) break;
     }
+
+    await this.deps.revoker?.workOff().catch((err) => logger.warn({ err: describeError(err) }, 'revocations not worked off this pass'));
 
     if (metrics) {
       // Deferred rows are released by their delayed jobs, or by the pass above once due; one still waiting a minute

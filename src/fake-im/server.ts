@@ -37,6 +37,8 @@ export interface ReceivedMessage {
   offlinePush?: Record<string, unknown>;
   /** MsgLifeTime (seconds Tencent keeps it for an offline user), when given. */
   msgLifeTime?: number;
+  /** Taken back by admin_msgwithdraw (the recipient no longer sees it). */
+  withdrawn?: boolean;
 }
 
 /** One accepted `v4/timpush/batch` call. */
@@ -98,6 +100,7 @@ export class FakeImServer {
   private pushStats = { requests: 0, by_code: {} as Record<string, number>, dropped: 0, http_errors: 0 };
   private readStats = { requests: 0, by_code: {} as Record<string, number>, dropped: 0, http_errors: 0 };
   private readFaults: ActiveFaults = FakeImServer.noFaults();
+  private withdrawCalls: Array<{ toAccount: string; msgKey: string; receivedAtMs: number }> = [];
   private readMarks: Array<{ sdkAppId: number; reportAccount: string; peerAccount: string; receivedAtMs: number }> = [];
   private readonly now: () => number;
   private received: ReceivedMessage[] = [];
@@ -175,6 +178,7 @@ export class FakeImServer {
     this.pushFaults = FakeImServer.noFaults();
     this.readFaults = FakeImServer.noFaults();
     this.readMarks = [];
+    this.withdrawCalls = [];
     this.pushed = [];
     this.pushTimes = [];
     this.pushSeen.clear();
@@ -211,6 +215,10 @@ export class FakeImServer {
     const body = await readBody(req);
     if (url.pathname === '/v4/openim/sendmsg' && req.method === 'POST') return this.sendmsg(url, body, req, res);
     if (url.pathname === '/v4/timpush/batch' && req.method === 'POST') return this.pushBatch(url, body, req, res);
+    if (url.pathname === '/v4/openim/admin_msgwithdraw' && req.method === 'POST') {
+      this.stats.requests++;
+      return this.answerWithFaults(this.faults, this.stats, req, res, () => this.answerWithdraw(url, body));
+    }
     if (url.pathname === '/v4/openim/admin_set_msg_read' && req.method === 'POST') {
       this.readStats.requests++;
       return this.answerWithFaults(this.readFaults, this.readStats, req, res, () => this.answerSetMsgRead(url, body));
@@ -333,6 +341,33 @@ export class FakeImServer {
       receivedAtMs: this.now(),
     });
     return { ActionStatus: 'OK', ErrorCode: 0, ErrorInfo: '' };
+  }
+
+  /** admin_msgwithdraw: the admin takes back a C2C message it sent, found by MsgKey between the two accounts. */
+  private answerWithdraw(url: URL, body: string): Record<string, unknown> {
+    const fail = (code: number, info: string) => ({ ActionStatus: 'FAIL', ErrorCode: code, ErrorInfo: info });
+    const checked = this.checkAdmin(url);
+    if ('denied' in checked) return fail(checked.denied.code, checked.denied.info);
+    let msg: Record<string, unknown>;
+    try {
+      msg = JSON.parse(body) as Record<string, unknown>;
+    } catch {
+      return fail(90001, 'the body is not JSON');
+    }
+    for (const field of ['From_Account', 'To_Account', 'MsgKey'])
+      if (typeof msg[field] !== 'string' || msg[field] === '') return fail(90001, `${field} is missing or not a string`);
+    this.withdrawCalls.push({ toAccount: msg.To_Account as string, msgKey: msg.MsgKey as string, receivedAtMs: this.now() });
+    const found = this.received.filter((m) => !m.duplicate && m.sdkAppId === checked.app.sdkAppId && m.msgKey === msg.MsgKey && m.toAccount === msg.To_Account);
+    // The code for an unknown or already withdrawn message is assumed (the reference lists none for this API).
+    if (found.length === 0) return fail(20022, 'no such message between these accounts');
+    if (found.every((m) => m.withdrawn)) return fail(20022, 'the message was already withdrawn');
+    for (const m of found) m.withdrawn = true;
+    return { ActionStatus: 'OK', ErrorCode: 0, ErrorInfo: '' };
+  }
+
+  /** Every admin_msgwithdraw call (answered OK or not). */
+  withdrawals(): ReadonlyArray<{ toAccount: string; msgKey: string; receivedAtMs: number }> {
+    return this.withdrawCalls;
   }
 
   /** The admin_set_msg_read calls that succeeded. */

@@ -5,6 +5,7 @@ import type { ChannelRoutes } from '../channels/routing.ts';
 import type { MappedEvent } from '../notices/types.ts';
 import type { NoticeMetrics } from '../observability/metrics.ts';
 import { CHANNEL_TENCENT_IM_C2C } from '../ledger/types.ts';
+import { factString, type RevocationStore } from '../revoke/store.ts';
 import { clipText, isDataError, keyProblem, recipientProblem, substituteKey } from './fact-validation.ts';
 
 /** A source fact's identity: the ledger key without its channel (the fact goes to one row per channel). */
@@ -57,12 +58,19 @@ export class FactRecorder {
     private readonly logger: Logger,
     private readonly metrics?: NoticeMetrics,
     private readonly now: () => number = Date.now,
+    /** Revocations: facts taken back before they arrive are recorded revoked, unsent; NoticeRevoked facts ask for one. */
+    private readonly revocations?: Pick<RevocationStore, 'revokedAmong' | 'request'>,
   ) {}
 
   async record(facts: readonly SourceFact[], options: RecordOptions = {}): Promise<RecordCounts> {
     const counts: RecordCounts = { ingested: 0, skipped: 0, malformed: 0, parked: 0 };
     const rows: NewLedgerRow[] = [];
     const pending: PendingDelivery[] = [];
+    // One statement per batch: which of these facts somebody already asked to take back.
+    const revoked = this.revocations ? await this.revocations.revokedAmong(facts.map((f) => f.key)) : new Set<string>();
+    // A fact and its NoticeRevoked in the same batch: the fact is recorded revoked, never enqueued.
+    for (const f of facts)
+      if (f.mapped.kind === 'revoke') revoked.add(factString({ sourceName: f.key.sourceName, appCode: f.key.appCode, sourceEventId: f.mapped.targetEventId }));
     for (const fact of facts) {
       const { key, mapped, sourceRowId, sourceCreatedAtMs } = checkFact(fact);
       // Owner strings are unbounded: a label per known type, everything else one series.
@@ -75,6 +83,18 @@ export class FactRecorder {
         counts.skipped++;
         continue;
       }
+      if (mapped.kind === 'revoke') {
+        // The owner takes back another fact of this source: a revocation, worked off by deliver (idempotent).
+        counts.skipped++;
+        if (this.revocations)
+          await this.revocations.request(
+            { sourceName: key.sourceName, appCode: key.appCode, sourceEventId: mapped.targetEventId },
+            `owner:${key.sourceEventId}`,
+            this.now(),
+          );
+        continue;
+      }
+      const takenBack = revoked.has(factString(key));
       const channels = this.routes(mapped.eventType, mapped.noticeKind);
       const base = { ...key, eventType: mapped.eventType, userId: mapped.userId, noticeKind: mapped.noticeKind, sourceRowId, sourceCreatedAtMs };
       if (mapped.kind === 'malformed') {
@@ -104,13 +124,14 @@ export class FactRecorder {
           rows.push({
             ...base,
             channel,
-            status: 'pending',
+            status: takenBack ? 'revoked' : 'pending',
             payload: mapped.payload,
-            lastErrorCode: null,
-            lastError: null,
+            lastErrorCode: takenBack ? 'REVOKED' : null,
+            lastError: takenBack ? 'taken back before it arrived' : null,
             supersede: mapped.supersede ?? null,
           });
-          if (!parked) pending.push({ key: { ...key, channel }, eventType: mapped.eventType, noticeKind: mapped.noticeKind, userId: mapped.userId });
+          if (!parked && !takenBack)
+            pending.push({ key: { ...key, channel }, eventType: mapped.eventType, noticeKind: mapped.noticeKind, userId: mapped.userId });
         }
       }
     }
@@ -179,6 +200,13 @@ export function checkFact(fact: SourceFact): SourceFact {
   if (mapped.kind === 'skip') return fact;
   const keyIssue = keyProblem(fact.key.appCode, fact.key.sourceEventId);
   const key = keyIssue ? substituteKey(fact.key) : fact.key;
+  if (mapped.kind === 'revoke') {
+    const targetIssue = keyProblem(fact.key.appCode, mapped.targetEventId);
+    const issue = [fact.problem, keyIssue, targetIssue && `payload.event_id: ${targetIssue}`].filter((p): p is string => !!p).join('; ');
+    return issue
+      ? { ...fact, key, mapped: { kind: 'malformed', eventType: mapped.eventType, userId: '', noticeKind: '', reason: clipText(issue, 1000) } }
+      : fact;
+  }
   const recipient = recipientProblem(mapped.userId);
   // An invalid recipient stops a notice; on a row that fails anyway it is only left out.
   const problem = [fact.problem, keyIssue, mapped.kind === 'notice' ? recipient : null].filter((p): p is string => !!p).join('; ');

@@ -23,6 +23,10 @@ export function channelStanding(row: LedgerRow, zone: string, maxRetryCount?: nu
       case 'deferred':
         // The wrapper wrote the moment on the user's clock ("deferred until 08:00 Asia/Shanghai (quiet hours)").
         return `${row.lastError ?? 'deferred'}; due ${formatTime(row.nextRetryAtMs, zone)}`;
+      case 'revoked':
+        return `taken back: ${row.lastError ?? 'revoked'}`;
+      case 'revoking':
+        return 'being taken back: the provider is asked to withdraw it';
       case 'digested':
         return `not pushed on its own: ${row.lastError ?? 'counted in a digest'}`;
       case 'skipped_read':

@@ -315,6 +315,41 @@ export class LedgerRepository {
    * Operator requeue: failed → pending with a fresh retry budget. The previous error stays in last_error until the
    * next attempt overwrites it. Returns the keys that actually moved.
    */
+  /** A fact's rows on every channel (a revocation works them off one by one). */
+  async rowsOfFact(fact: Omit<LedgerKey, 'channel'>): Promise<LedgerRow[]> {
+    const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT * FROM ${TABLE} WHERE source_name = ? AND app_code = ? AND source_event_id = ?`, [
+      fact.sourceName,
+      fact.appCode,
+      fact.sourceEventId,
+    ]);
+    return rows.map(toLedgerRow);
+  }
+
+  /** A revoked row that was never sent: it ends revoked and no worker will send it (a claim skips final rows). */
+  async revokeUnsent(key: LedgerKey, reason: string, nowMs: number): Promise<boolean> {
+    return this.revocationStep('revokeUnsent', key, nowMs, `status = 'revoked', next_retry_at_ms = NULL, last_error_code = 'REVOKED', last_error = ?`, [
+      clip(reason),
+    ]);
+  }
+
+  /** A sent row is claimed for withdrawal: only one revoker wins, so the provider is asked once. */
+  async startWithdrawal(key: LedgerKey, nowMs: number): Promise<boolean> {
+    return this.revocationStep('startWithdrawal', key, nowMs, `status = 'revoking'`, []);
+  }
+
+  async recordWithdrawn(key: LedgerKey, note: string, nowMs: number): Promise<boolean> {
+    return this.revocationStep('recordWithdrawn', key, nowMs, `status = 'revoked', last_error_code = 'REVOKED', last_error = ?`, [clip(note)]);
+  }
+
+  private async revocationStep(statement: LedgerStatement, key: LedgerKey, nowMs: number, assignments: string, params: unknown[]): Promise<boolean> {
+    const guard = transitionGuard(statement, '', nowMs);
+    const [result] = await this.pool.query<ResultSetHeader>(
+      `UPDATE ${TABLE} SET ${assignments}, locked_by = NULL, lock_until_ms = NULL, updated_at_ms = ? WHERE ${KEY_WHERE} AND ${guard.sql}`,
+      [...params, nowMs, ...keyParams(key), ...guard.params],
+    );
+    return result.affectedRows === 1;
+  }
+
   async requeueFailed<K extends LedgerKey>(keys: readonly K[], nowMs: number): Promise<K[]> {
     const moved: K[] = [];
     for (const key of keys) {

@@ -57,6 +57,20 @@ export const STATUS_TABLE = {
     carriesNewerVersion: false,
     alarming: false,
   },
+  revoking: {
+    meaning: 'being taken back: the provider is asked to withdraw what it was sent (a revocation)',
+    final: true,
+    retention: null,
+    carriesNewerVersion: false,
+    alarming: false,
+  },
+  revoked: {
+    meaning: 'taken back (NoticeRevoked or notice-service revoke): never sent, or withdrawn after it was sent',
+    final: true,
+    retention: 'delivered',
+    carriesNewerVersion: false,
+    alarming: false,
+  },
   expired: {
     meaning: "not sent: older than its kind's deliver.expire_after when its turn came",
     final: true,

@@ -8,6 +8,8 @@ import { DELIVERY_STATUSES, STATUS_TABLE, type DeliveryStatus } from './status.t
  *   retryable ─claim─▶ delivering ──▶ retryable (transient error / rate limited, lock released)
  *   deferred ──claim─▶ delivering ──▶ deferred (not its moment yet: quiet hours; lock released, no attempt spent)
  *   delivering (lock expired) ─claim─▶ delivering              └──▶ failed (permanent, or retries exhausted)
+ *   pending / retryable / deferred / failed ──revocation──▶ revoked (never sent)
+ *   delivered ──revocation──▶ revoking ──withdrawn──▶ revoked
  *   failed ──operator requeue──▶ pending           └──▶ superseded (a newer version was already in the ledger; no send)
  *                                                  └──▶ delivered_unconfirmed (may have arrived; not resent by policy)
  *                                                  └──▶ expired (older than its kind's expire_after; not sent)
@@ -16,9 +18,9 @@ import { DELIVERY_STATUSES, STATUS_TABLE, type DeliveryStatus } from './status.t
  *                                                  └──▶ digested (counted in a digest summary its leader sends)
  */
 export const TRANSITIONS: Readonly<Record<DeliveryStatus, readonly DeliveryStatus[]>> = {
-  pending: ['delivering'],
-  retryable: ['delivering'],
-  deferred: ['delivering'],
+  pending: ['delivering', 'revoked'],
+  retryable: ['delivering', 'revoked'],
+  deferred: ['delivering', 'revoked'],
   delivering: [
     'delivering',
     'delivered',
@@ -32,13 +34,15 @@ export const TRANSITIONS: Readonly<Record<DeliveryStatus, readonly DeliveryStatu
     'digested',
     'expired',
   ],
-  delivered: [],
+  delivered: ['revoking'],
   delivered_unconfirmed: [],
-  failed: ['pending'],
+  failed: ['pending', 'revoked'],
   superseded: [],
   suppressed: [],
   skipped_read: [],
   digested: [],
+  revoking: ['revoked'],
+  revoked: [],
   expired: [],
 };
 
@@ -88,6 +92,10 @@ export const STATEMENTS = {
   recordSkippedRead: { to: 'skipped_read', lock: 'ours' },
   recordDigested: { to: 'digested', lock: 'ours' },
   requeueFailed: { to: 'pending', lock: 'ours' },
+  // A revocation: an unsent row ends revoked; a sent one is claimed for withdrawal, then recorded withdrawn.
+  revokeUnsent: { to: 'revoked', from: ['pending', 'retryable', 'deferred', 'failed'], lock: 'ours' },
+  startWithdrawal: { to: 'revoking', lock: 'ours' },
+  recordWithdrawn: { to: 'revoked', from: ['revoking'], lock: 'ours' },
   // A channel notes, under its own lock, that a request which cannot be safely repeated is about to go out.
   markSending: { to: 'delivering', from: ['delivering'], lock: 'ours' },
 } as const satisfies Record<string, { to: DeliveryStatus; from?: readonly DeliveryStatus[]; lock: LockRule }>;

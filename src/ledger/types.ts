@@ -19,7 +19,7 @@ export interface NewLedgerRow extends LedgerKey {
   eventType: string;
   userId: string;
   noticeKind: string;
-  status: 'pending' | 'failed';
+  status: 'pending' | 'failed' | 'revoked';
   payload: string | null;
   lastErrorCode: string | null;
   lastError: string | null;

@@ -1,3 +1,5 @@
+import { revocationOf } from './revocation-fact.ts';
+import type { OutboxRow } from './types.ts';
 import type { NoticeConfig, MqSubscriptionConfig, OutboxWorkerConfig, OwnerShardConfig } from '../config/schema.ts';
 import { modulesOf, settingsOf } from '../config/modules.ts';
 import type { OutboxSource } from '../outbox/source.ts';
@@ -50,7 +52,10 @@ export function outboxNoticeModules(config: NoticeConfig): OutboxNoticeModule[] 
       s.shards.length > 0
         ? s.shards.map((shard) => ({ name: shard.name, mysqlUrl: shard.mysql_url ?? url, database: shard.database }))
         : [{ name: null, mysqlUrl: url, database: s.database }];
-    return { module, source: module.outbox(s.database, config), worker: s.worker, workerKey: s.workerKey, noticeKinds: module.noticeKinds, shards };
+    const source = module.outbox(s.database, config);
+    // Every outbox can carry NoticeRevoked facts, whatever its module maps.
+    const withRevocations = { ...source, map: (row: OutboxRow, at: number) => revocationOf(row.event_type, row.payload) ?? source.map(row, at) };
+    return { module, source: withRevocations, worker: s.worker, workerKey: s.workerKey, noticeKinds: module.noticeKinds, shards };
   });
 }
 

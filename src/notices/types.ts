@@ -13,6 +13,8 @@ export type OutboxRow = Record<string, unknown> & { id: number };
 export type MappedEvent =
   | { kind: 'notice'; eventType: string; userId: string; noticeKind: string; payload: string; supersede?: Supersede }
   | { kind: 'skip'; eventType: string }
+  /** An owner's NoticeRevoked: take back the notices of another fact of the same source (its event id). */
+  | { kind: 'revoke'; eventType: string; targetEventId: string }
   | { kind: 'malformed'; eventType: string; userId: string; noticeKind: string; reason: string };
 
 /** The ledger identity of a source fact. */

@@ -4,7 +4,7 @@ import { clipText } from '../platform/text.ts';
 export interface OperatorAction {
   actor: string;
   via: 'dashboard' | 'cli';
-  action: 'requeue_failed' | 'requeue_rejected';
+  action: 'requeue_failed' | 'requeue_rejected' | 'revoke';
   matched: number;
   affected: number;
   detail: Record<string, unknown>;

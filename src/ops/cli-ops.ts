@@ -9,6 +9,8 @@ import { withTimelines } from '../ledger/present.ts';
 import { DeliveryHistory } from '../ledger/history.ts';
 import { runRequeue } from './requeue-run.ts';
 import { AuditLog, presentAction } from './audit-log.ts';
+import { RevocationStore } from '../revoke/store.ts';
+import type { RowDataPacket } from 'mysql2/promise';
 import { presentBody, RejectStore } from '../intake/reject-store.ts';
 import { requeueRejected } from './reject-requeue.ts';
 import { rejectEntries } from './reject-entries.ts';
@@ -285,5 +287,52 @@ export async function timelineCommand(config: NoticeConfig, options: TimelineCom
       after = page.next;
     } while (after && facts.length < limit);
     return { zone: config.display.time_zone, facts, more: after !== null };
+  });
+}
+
+export interface RevokeCommand {
+  eventId: string;
+  source?: string;
+  app?: string;
+  /** How long to wait for deliver to work it off (ms); 0: ask and return. */
+  waitMs: number;
+}
+
+/**
+ * `notice-service revoke <event_id> [--source …] [--app …]`: asks deliver to take the fact's notices back (one
+ * revocation per fact, however often asked), audits it, and waits for the outcome per channel.
+ */
+export async function revokeCommand(config: NoticeConfig, options: RevokeCommand): Promise<{ asked: boolean; state: string; outcome: string | null }> {
+  return withResources(config, async ({ pool }) => {
+    let source = options.source;
+    let app = options.app;
+    if (!source || !app) {
+      const [rows] = await pool.query<RowDataPacket[]>(
+        'SELECT DISTINCT source_name, app_code FROM notice_delivery_events WHERE source_event_id = ?' +
+          (source ? ' AND source_name = ?' : '') +
+          (app ? ' AND app_code = ?' : ''),
+        [options.eventId, ...(source ? [source] : []), ...(app ? [app] : [])],
+      );
+      if (rows.length !== 1)
+        throw new RoleConfigError(
+          rows.length === 0
+            ? `no notice of event "${options.eventId}" yet: give --source and --app to revoke it before it arrives`
+            : `event "${options.eventId}" is in ${rows.length} sources or apps: give --source and --app`,
+        );
+      source = String(rows[0]!.source_name);
+      app = String(rows[0]!.app_code);
+    }
+    const fact = { sourceName: source, appCode: app, sourceEventId: options.eventId };
+    const store = new RevocationStore(pool);
+    const actor = `${userInfo().username}@${hostname()}`;
+    const asked = await store.request(fact, actor, Date.now());
+    await new AuditLog(pool).record({ actor, via: 'cli', action: 'revoke', matched: 1, affected: asked ? 1 : 0, detail: { ...fact, repeated: !asked } });
+    const deadline = Date.now() + options.waitMs;
+    let current = await store.get(fact);
+    while (current?.state !== 'done' && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 250));
+      current = await store.get(fact);
+    }
+    return { asked, state: current?.state ?? 'pending', outcome: current?.outcome ?? null };
   });
 }

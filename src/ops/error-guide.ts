@@ -130,6 +130,12 @@ export const ERROR_GUIDE: readonly ErrorGuideEntry[] = [
     action: 'Nothing to do: the notice still reached the inbox and C2C; only the phone push was held back.',
   },
   {
+    codes: ['REVOKED'],
+    title: 'taken back (owner fact NoticeRevoked or notice-service revoke): never sent, or withdrawn from the provider after it was sent',
+    retried: false,
+    action: "Nothing to do: the revocation's outcome per channel is in notice_revocations and the audit (notice-service audit).",
+  },
+  {
     codes: ['DIGEST'],
     title:
       "counted in a digest (tencent_push.digest): its window's leader sends one summary push with the count (status digested; the leader waits as deferred)",

@@ -12,8 +12,12 @@ export type SendOutcome =
 
 export interface TencentImSender {
   sendC2C(notice: C2CNotice): Promise<SendOutcome>;
+  /** `v4/openim/admin_msgwithdraw`: takes back a C2C message the admin sent, by its MsgKey. */
+  withdraw?(toAccount: string, msgKey: string): Promise<WithdrawOutcome>;
   close(): void;
 }
+
+export type WithdrawOutcome = { kind: 'withdrawn' } | { kind: 'retry' | 'permanent'; code: string; message: string };
 
 export interface TencentImClientOptions {
   baseUrl: string;
@@ -43,6 +47,13 @@ export class TencentImClient implements TencentImSender {
     const answer = await this.rest.call('v4/openim/sendmsg', body);
     if (answer.kind === 'ok') return { kind: 'delivered', msgKey: String(answer.body.MsgKey ?? ''), latencyMs: answer.latencyMs };
     return { kind: answer.kind, code: answer.code, message: answer.message, latencyMs: answer.latencyMs };
+  }
+
+  async withdraw(toAccount: string, msgKey: string): Promise<WithdrawOutcome> {
+    const body = JSON.stringify({ From_Account: this.options.adminIdentifier, To_Account: toAccount, MsgKey: msgKey });
+    const answer = await this.rest.call('v4/openim/admin_msgwithdraw', body);
+    if (answer.kind === 'ok') return { kind: 'withdrawn' };
+    return { kind: answer.kind === 'permanent' ? 'permanent' : 'retry', code: answer.code, message: answer.message };
   }
 
   close(): void {

@@ -78,6 +78,15 @@ export function inboxChannel(ctx: ChannelContext, store = new InboxStore(ctx.poo
 
   return {
     name: CHANNEL_INBOX,
+    async withdraw(row: LedgerRow) {
+      const removed = await store.deleteFact({ sourceName: row.sourceName, appCode: row.appCode, sourceEventId: row.sourceEventId });
+      // The user's open streams hear the lower count at once.
+      if (removed && config.live_events)
+        await publishInboxChanges(ctx.redis, ctx.config.redis.prefix, [
+          { owner: { appCode: row.appCode, userId: row.userId }, change: { type: 'changed' } },
+        ]).catch(() => undefined);
+      return { kind: 'withdrawn', note: removed ? 'inbox item removed' : 'inbox item already gone' } as const;
+    },
     async send(row: LedgerRow): Promise<ChannelOutcome> {
       const createdAtMs = now();
       const item: NewInboxItem = {

@@ -183,6 +183,12 @@ export class InboxStore {
     return rows[0]?.id === null || rows[0]?.id === undefined ? null : String(rows[0].id);
   }
 
+  /** Removes a fact's item (a revocation); whether there was one. */
+  async deleteFact(fact: Omit<LedgerKey, 'channel'>): Promise<boolean> {
+    const [result] = await this.query<ResultSetHeader>(`DELETE FROM ${TABLE} WHERE fact_hash = ?`, [factHash(fact)]);
+    return result.affectedRows > 0;
+  }
+
   /** One item of the owner's, or null. */
   async item(owner: InboxOwner, id: string): Promise<InboxItem | null> {
     const [rows] = await this.query<RowDataPacket[]>(`SELECT ${COLUMNS} FROM ${TABLE} WHERE app_code = ? AND user_id = ? AND id = ?`, [

@@ -68,6 +68,13 @@ export function tencentImC2CChannel(deps: TencentImC2CDeps): DeliveryChannel {
       return pace;
     },
 
+    async withdraw(row: LedgerRow) {
+      if (!row.providerRef || !deps.sender.withdraw)
+        return { kind: 'permanent', code: 'NO_MSG_KEY', message: 'no MsgKey was recorded for this message' } as const;
+      const answer = await deps.sender.withdraw(row.userId, row.providerRef);
+      return answer.kind === 'withdrawn' ? { kind: 'withdrawn', note: `C2C message ${row.providerRef} withdrawn (admin_msgwithdraw)` } : answer;
+    },
+
     close: () => deps.sender.close(),
   };
 }

@@ -1,3 +1,4 @@
+import { revocationOf } from '../revocation-fact.ts';
 import type { SourceFact } from '../../intake/fact-recorder.ts';
 import { LIMITS } from '../../intake/fact-validation.ts';
 import { describeZodError, parsePayloadJson } from '../payload-json.ts';
@@ -36,7 +37,7 @@ export function parseRoomMqMessage(body: Buffer, recordedAtMs: number, languageF
     kind: 'fact',
     fact: {
       key: { sourceName: ROOM_SOURCE_NAME, appCode: fact.app_code, sourceEventId: fact.event_id },
-      mapped: mapRoomFact(fact, recordedAtMs, languageField),
+      mapped: revocationOf(fact.event_type, fact.payload) ?? mapRoomFact(fact, recordedAtMs, languageField),
       sourceRowId: null,
       sourceCreatedAtMs: createdAt !== null && Number.isSafeInteger(createdAt) ? createdAt : null,
     },
