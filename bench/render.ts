@@ -193,6 +193,13 @@ export function renderMarkdown(r: Record<string, any>): string {
         );
     out.push('');
   }
+  if (r.inbox_live) {
+    const l = r.inbox_live;
+    out.push(
+      `**Live inbox** (one inbox-api process, ${l.streams} WatchInbox streams open, then ${l.inserts_per_second} inserts/s for ${l.inserts} inserts through ingest, deliver and Redis pub/sub): RSS ${l.rss_idle_mb} → ${l.rss_with_streams_mb} MB (${l.kb_per_stream} KB per stream); idle CPU with every stream open ${l.idle_cpu_ms_per_s} ms/s; commit → item_added p50 ${l.event_p50_ms} ms, p99 ${l.event_p99_ms} ms over ${l.events_received} events; ${l.cpu_ms_per_event} ms inbox-api CPU per event.`,
+      '',
+    );
+  }
   if (r.digest) {
     const d = r.digest;
     out.push(

@@ -1,13 +1,14 @@
 /**
  * `npm run bench`: real notice-service processes against the local MariaDB, a private redis-server and fake-im
  * (answering after 20 ms, like a regional API). Prints a markdown table and writes bench/report.{md,json}.
- * BENCH_SMOKE=1 runs every phase tiny (seconds) to keep the bench working in CI; BENCH_ONLY=a,b picks phases (capacity, baseline, latency, latency_limited, ratelimit, overload, recovery, growth, inbox, push_batch, api_flood, apps, sparse, footprint, preferences, digest);
+ * BENCH_SMOKE=1 runs every phase tiny (seconds) to keep the bench working in CI; BENCH_ONLY=a,b picks phases (capacity, baseline, latency, latency_limited, ratelimit, overload, recovery, growth, inbox, push_batch, api_flood, apps, sparse, footprint, preferences, digest, inbox_live);
  * BENCH_RUNS sets the repetitions whose median is reported.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { runInboxBench } from './inbox.ts';
 import { runPushBatch } from './push-batch.ts';
 import { runDigestBench } from './digest.ts';
+import { runInboxLiveBench } from './inbox-live.ts';
 import { runApiFlood } from './api-flood.ts';
 import { runAppsCapacity, runAppsIsolation } from './apps.ts';
 import { renderMarkdown } from './render.ts';
@@ -577,6 +578,13 @@ if (want('digest')) {
     p99_runs: runs.map((r) => r.summary_after_first_fact_p99_ms),
     runs,
   };
+}
+
+/** Live inbox (issue 36): 10k WatchInbox streams on one inbox-api process, then 500 inserts/s for their users. */
+if (want('inbox_live')) {
+  const size = SMOKE ? { streams: 200, rate: 100, seconds: 2 } : { streams: 10_000, rate: 500, seconds: 20 };
+  log(`inbox_live: ${size.streams} streams, ${size.rate} inserts/s for ${size.seconds} s`);
+  report.inbox_live = await runInboxLiveBench(size.streams, size.rate, size.seconds);
 }
 
 if (want('api_flood')) {

@@ -1,0 +1,129 @@
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { readFileSync } from 'node:fs';
+import { createWorld } from './world.ts';
+import { cpuSeconds, percentile } from './proc-stats.ts';
+import { freePort } from '../test/helpers/ports.ts';
+import { insertActivityRows, type ActivityRow } from '../test/helpers/activity.ts';
+import { INBOX_PROTO } from '../src/channels/inbox/api/inbox-service.ts';
+
+const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+
+export interface InboxLiveResult {
+  streams: number;
+  rss_idle_mb: number;
+  rss_with_streams_mb: number;
+  kb_per_stream: number;
+  /** CPU of the inbox-api process over 10 s with every stream open and nothing happening. */
+  idle_cpu_ms_per_s: number;
+  inserts_per_second: number;
+  inserts: number;
+  events_received: number;
+  /** Commit → item_added on the stream of the item's user, ms. */
+  event_p50_ms: number;
+  event_p99_ms: number;
+  /** CPU of the inbox-api process per event delivered to a stream, ms. */
+  cpu_ms_per_event: number;
+}
+
+/**
+ * Issue 36's stream measurement: `streams` WatchInbox streams open on one inbox-api process (one user each, over a
+ * few client connections), then activity facts for those users at `ratePerSecond` for `seconds`: memory and CPU per
+ * stream, and commit → item_added latency through deliver, Redis pub/sub and the API process.
+ */
+export async function runInboxLiveBench(streams: number, ratePerSecond: number, seconds: number): Promise<InboxLiveResult> {
+  const port = await freePort();
+  const world = await createWorld({
+    wallet_notice_worker: { enabled: false },
+    activity_notice_worker: { enabled: true, poll_interval: '50ms', batch_size: 500, lock_ttl: '30s', max_retry_count: 10, gap_grace: '60s' },
+    tencent_im: { request_timeout: '3s', rate_limit_per_second: 0 },
+    inbox: { enabled: true, api_port: port, api_max_concurrent_streams: 10_000, api_max_watch_streams: streams + 100 },
+  });
+  const clients: any[] = [];
+  const calls: grpc.ClientReadableStream<any>[] = [];
+  try {
+    const api = await world.spawn('inbox-api');
+    await world.spawn('ingest');
+    await world.spawn('deliver');
+    const pid = api.child.pid!;
+    await new Promise((r) => setTimeout(r, 1000));
+    const rssIdle = rssMb(pid);
+    const pkg = (grpc.loadPackageDefinition(await protoLoader.load(INBOX_PROTO, { keepCase: true, longs: String, defaults: true, oneofs: true })) as any).notice
+      .inbox.v1;
+    // A few connections, as a gateway would hold (each carries up to api_max_concurrent_streams).
+    const connections = Math.max(1, Math.ceil(streams / 5000));
+    for (let i = 0; i < connections; i++)
+      clients.push(new pkg.InboxService(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 }));
+    const latencies: number[] = [];
+    const committedAt = new Map<number, number>();
+    let snapshots = 0;
+    let events = 0;
+    for (let u = 0; u < streams; u++) {
+      const call = clients[u % connections].WatchInbox({ caller: { app_code: 'lalu', user_id: String(500000 + u) } });
+      call.on('data', (e: any) => {
+        if (e.snapshot) snapshots++;
+        else if (e.item_added) {
+          events++;
+          const n = Number(JSON.parse(e.item_added.notification.data_json).n);
+          const at = committedAt.get(n);
+          if (at !== undefined) latencies.push(Date.now() - at);
+        }
+      });
+      call.on('error', () => undefined);
+      calls.push(call);
+    }
+    const deadline = Date.now() + 120_000;
+    while (snapshots < streams) {
+      if (Date.now() > deadline) throw new Error(`inbox_live: ${snapshots}/${streams} snapshots`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await new Promise((r) => setTimeout(r, 2000));
+    const rssStreams = rssMb(pid);
+    const idleCpu0 = cpuSeconds(pid);
+    await new Promise((r) => setTimeout(r, 10_000));
+    const idleCpu = (cpuSeconds(pid) - idleCpu0) / 10;
+
+    const cpu0 = cpuSeconds(pid);
+    const total = ratePerSecond * seconds;
+    const started = Date.now();
+    for (let n = 0; n < total; ) {
+      const rows: ActivityRow[] = [];
+      for (let k = 0; k < Math.max(1, ratePerSecond / 20) && n < total; k++, n++)
+        rows.push({
+          event_id: `live_${n}`,
+          event_type: 'SystemNotice',
+          // Spread over the users with streams, each user at most once per second (no coalescing in the measure).
+          user_id: String(500000 + ((n * 7919) % streams)),
+          payload: { title_key: 't', body_key: 'b', n },
+          created_at_ms: Date.now(),
+        });
+      const at = Date.now();
+      await insertActivityRows(world.env.owner, world.env.config.activity_database, rows);
+      for (const r of rows) committedAt.set((r.payload as { n: number }).n, at);
+      const due = started + (n / ratePerSecond) * 1000;
+      if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
+    }
+    const until = Date.now() + 30_000;
+    while (latencies.length < total && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 500));
+    const cpu = cpuSeconds(pid) - cpu0;
+    latencies.sort((a, b) => a - b);
+    return {
+      streams,
+      rss_idle_mb: Math.round(rssIdle),
+      rss_with_streams_mb: Math.round(rssStreams),
+      kb_per_stream: Math.round((((rssStreams - rssIdle) * 1024) / streams) * 10) / 10,
+      idle_cpu_ms_per_s: Math.round(idleCpu * 1000 * 10) / 10,
+      inserts_per_second: ratePerSecond,
+      inserts: total,
+      events_received: events,
+      event_p50_ms: percentile(latencies, 50),
+      event_p99_ms: percentile(latencies, 99),
+      cpu_ms_per_event: Math.round((cpu / Math.max(1, events)) * 1000 * 100) / 100,
+    };
+  } finally {
+    for (const c of calls) c.cancel();
+    for (const c of clients) c.close();
+    await world.close();
+  }
+}
