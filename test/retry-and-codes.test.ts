@@ -45,8 +45,9 @@ describe('Tencent IM error classification', () => {
 });
 
 describe('ledger transitions', () => {
-  it('lets nothing leave delivered, and failed only back to pending by an operator', () => {
-    expect(TRANSITIONS.delivered).toEqual([]);
+  it('lets nothing leave delivered but a revocation, and failed only back to pending by an operator (or revoked)', () => {
+    expect(TRANSITIONS.delivered).toEqual(['revoking']);
+    expect(canTransition('delivered', 'delivering')).toBe(false);
     expect(canTransition('failed', 'pending')).toBe(true);
     expect(canTransition('failed', 'delivering')).toBe(false);
     expect(canTransition('pending', 'delivered')).toBe(false);

@@ -171,7 +171,7 @@ describe('notice-service config check', () => {
 });
 
 describe('an inbox-api process', () => {
-  it('holds no Redis connection: it starts, answers and is ready with Redis unreachable', async () => {
+  it('needs no Redis to serve: it starts, answers and is ready with Redis unreachable (only live events and the IM read sync wait for it)', async () => {
     const port = await freePort();
     const own = await createTestEnv({ inbox: { enabled: true, api_port: port } });
     const unreachable = { ...own.config, redis: { ...own.config.redis, url: 'redis://127.0.0.1:1' } };

@@ -73,6 +73,17 @@ export class InboxApiServer implements Role {
 
   private readSync: ImReadSync | null = null;
 
+  /** Redis only carries live events and the read sync here: an outage is one warning, not an error per retry. */
+  private quietRedis(redis: Redis): Redis {
+    let warned = false;
+    redis.on('error', (err: Error) => {
+      if (!warned) this.logger.warn({ err: describeError(err) }, 'Redis unreachable: live inbox events and the IM read sync wait for it; the API still answers');
+      warned = true;
+    });
+    redis.on('ready', () => (warned = false));
+    return redis;
+  }
+
   private hub: InboxLiveHub | null = null;
   private publisher: Redis | null = null;
 
@@ -94,8 +105,8 @@ export class InboxApiServer implements Role {
     let live: { hub: InboxLiveHub; changed(owner: InboxOwner): void } | undefined;
     if (config.live_events && this.redis) {
       const { url, prefix, cluster } = this.redis;
-      const publisher = (this.publisher ??= createRedis(url, 'producer', { cluster }));
-      this.hub = new InboxLiveHub(createRedis(url, 'worker', { cluster }), prefix, config.api_max_watch_streams);
+      const publisher = (this.publisher ??= this.quietRedis(createRedis(url, 'producer', { cluster })));
+      this.hub = new InboxLiveHub(this.quietRedis(createRedis(url, 'worker', { cluster })), prefix, config.api_max_watch_streams);
       live = {
         hub: this.hub,
         changed: (owner) =>
@@ -105,7 +116,7 @@ export class InboxApiServer implements Role {
       };
     }
     if (this.redis && this.readSyncOf) {
-      this.publisher ??= createRedis(this.redis.url, 'producer', { cluster: this.redis.cluster });
+      this.publisher ??= this.quietRedis(createRedis(this.redis.url, 'producer', { cluster: this.redis.cluster }));
       this.readSync = this.readSyncOf(this.publisher);
     }
     const readSync = this.readSync;
