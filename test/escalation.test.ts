@@ -3,6 +3,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { freePort } from './helpers/ports.ts';
+import { unary } from './helpers/grpc.ts';
 import { startPipeline } from './helpers/pipeline.ts';
 import { insertActivityRows, type ActivityRow } from './helpers/activity.ts';
 import type { NoticeProcess } from '../cli/run-roles.ts';
@@ -19,8 +20,7 @@ afterEach(async () => {
   inbox = proc = env = undefined;
 });
 
-const call = (method: string, request: unknown) =>
-  new Promise<any>((resolve, reject) => inbox[method](request, (err: grpc.ServiceError | null, res: any) => (err ? reject(err) : resolve(res))));
+const call = (method: string, request: unknown) => unary(inbox, method, request);
 const notice = (n: number, user: string, committedAtMs: number): ActivityRow => ({
   event_id: `esc_${n}`,
   event_type: 'SystemNotice',

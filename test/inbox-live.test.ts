@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { freePort } from './helpers/ports.ts';
+import { unary } from './helpers/grpc.ts';
 import { startPipeline } from './helpers/pipeline.ts';
 import { insertActivityRows, type ActivityRow } from './helpers/activity.ts';
 import type { NoticeProcess } from '../cli/run-roles.ts';
@@ -24,8 +25,6 @@ afterEach(async () => {
 
 const load = async (proto: string) =>
   (grpc.loadPackageDefinition(await protoLoader.load(proto, { keepCase: true, longs: String, defaults: true, oneofs: true })) as any).notice.inbox.v1;
-const unary = (client: any, method: string, request: unknown) =>
-  new Promise<any>((resolve, reject) => client[method](request, (err: grpc.ServiceError | null, res: any) => (err ? reject(err) : resolve(res))));
 const caller = (user: string) => ({ app_code: 'lalu', user_id: user });
 const fact = (n: number, user: string): ActivityRow => ({
   event_id: `live_${user}_${n}`,

@@ -3,6 +3,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { freePort } from './helpers/ports.ts';
+import { unary } from './helpers/grpc.ts';
 import { startPipeline } from './helpers/pipeline.ts';
 import { insertActivityRows } from './helpers/activity.ts';
 import type { NoticeProcess } from '../cli/run-roles.ts';
@@ -18,8 +19,7 @@ afterEach(async () => {
   client = proc = env = undefined;
 });
 
-const unary = (method: string, request: unknown) =>
-  new Promise<any>((resolve, reject) => client[method](request, (err: grpc.ServiceError | null, res: any) => (err ? reject(err) : resolve(res))));
+const unaryCall = (method: string, request: unknown) => unary(client, method, request);
 const caller = (user: string) => ({ app_code: 'lalu', user_id: user });
 
 describe('reading inbox items marks the IM conversation read (admin_set_msg_read), off the gRPC path', () => {
@@ -44,7 +44,7 @@ describe('reading inbox items marks the IM conversation read (admin_set_msg_read
       })),
     );
     const items = await waitFor(
-      () => unary('ListNotifications', { caller: caller('73001') }),
+      () => unaryCall('ListNotifications', { caller: caller('73001') }),
       (r) => r.notifications.length === 3,
       5_000,
       'three items',
@@ -53,13 +53,13 @@ describe('reading inbox items marks the IM conversation read (admin_set_msg_read
 
     // Tencent answers the first two calls with a gateway error: the gRPC answers are unaffected.
     env.fakeIm.setReadFaults({ http_errors: 2 });
-    await unary('MarkNotificationsRead', { caller: caller('73001'), ids: [ids[0]] });
-    await unary('MarkNotificationsRead', { caller: caller('73001'), ids: [ids[1]] });
-    await unary('ArchiveNotifications', { caller: caller('73001'), ids: [ids[2]] });
+    await unaryCall('MarkNotificationsRead', { caller: caller('73001'), ids: [ids[0]] });
+    await unaryCall('MarkNotificationsRead', { caller: caller('73001'), ids: [ids[1]] });
+    await unaryCall('ArchiveNotifications', { caller: caller('73001'), ids: [ids[2]] });
     // Nothing has been called yet: the sync runs after the answers, at the window's end.
     expect(env.fakeIm.getReadStats().requests).toBe(0);
     // Not a read: no sync for 73002.
-    await unary('GetUnreadCount', { caller: caller('73002') });
+    await unaryCall('GetUnreadCount', { caller: caller('73002') });
 
     await waitFor(
       async () => env!.fakeIm.readMarksReceived(),

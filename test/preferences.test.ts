@@ -3,6 +3,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { freePort } from './helpers/ports.ts';
+import { unary, refusal } from './helpers/grpc.ts';
 import { startPipeline } from './helpers/pipeline.ts';
 import { insertWalletRows, vipActivated } from './helpers/outbox.ts';
 import { insertActivityRows } from './helpers/activity.ts';
@@ -19,16 +20,8 @@ afterEach(async () => {
   client = proc = env = undefined;
 });
 
-const call = (method: string, request: unknown) =>
-  new Promise<any>((resolve, reject) => client[method](request, (err: grpc.ServiceError | null, res: any) => (err ? reject(err) : resolve(res))));
-const refusal = async (method: string, request: unknown): Promise<grpc.ServiceError> => {
-  try {
-    await call(method, request);
-  } catch (err) {
-    return err as grpc.ServiceError;
-  }
-  throw new Error(`${method} succeeded`);
-};
+const call = (method: string, request: unknown) => unary(client, method, request);
+const refused = (method: string, request: unknown) => refusal(client, method, request);
 
 async function world(): Promise<void> {
   const apiPort = await freePort();
@@ -71,20 +64,20 @@ describe('preferences (PreferencesService on the inbox API listener, a real gRPC
     // Scoped to the caller: bob's are untouched.
     expect(choice((await call('GetPreferences', { caller: bob })).preferences, 'activity_notice', 'tencent_push')!.enabled).toBe(true);
 
-    const mandatory = await refusal('UpdatePreferences', {
+    const mandatory = await refused('UpdatePreferences', {
       caller: alice,
       preferences: [{ notice_kind: 'room_notice', channel: 'tencent_im_c2c', enabled: false }],
     });
     expect(mandatory.code).toBe(grpc.status.FAILED_PRECONDITION);
     expect(mandatory.details).toBe('preferences[0]: room_notice is mandatory and cannot be turned off');
-    const unknownKind = await refusal('UpdatePreferences', { caller: alice, preferences: [{ notice_kind: 'spam_notice', channel: 'inbox', enabled: false }] });
+    const unknownKind = await refused('UpdatePreferences', { caller: alice, preferences: [{ notice_kind: 'spam_notice', channel: 'inbox', enabled: false }] });
     expect([unknownKind.code, unknownKind.details]).toEqual([grpc.status.INVALID_ARGUMENT, 'preferences[0].notice_kind: unknown kind "spam_notice"']);
-    const wrongChannel = await refusal('UpdatePreferences', {
+    const wrongChannel = await refused('UpdatePreferences', {
       caller: alice,
       preferences: [{ notice_kind: 'wallet_notice', channel: 'inbox', enabled: false }],
     });
     expect([wrongChannel.code, wrongChannel.details]).toEqual([grpc.status.INVALID_ARGUMENT, 'preferences[0].channel: "inbox" does not carry wallet_notice']);
-    const noCaller = await refusal('GetPreferences', {});
+    const noCaller = await refused('GetPreferences', {});
     expect(noCaller.code).toBe(grpc.status.INVALID_ARGUMENT);
 
     // The notices: a VIP activation (C2C + inbox) and a system notice (C2C + inbox + push) for each of them.

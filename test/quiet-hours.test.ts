@@ -4,6 +4,7 @@ import { DateTime } from 'luxon';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { freePort } from './helpers/ports.ts';
+import { unary, refusal } from './helpers/grpc.ts';
 import { startPipeline } from './helpers/pipeline.ts';
 import { insertActivityRows, type ActivityRow } from './helpers/activity.ts';
 import { insertWalletRows, vipActivated } from './helpers/outbox.ts';
@@ -23,16 +24,8 @@ afterEach(async () => {
   client = proc = env = undefined;
 });
 
-const call = (method: string, request: unknown) =>
-  new Promise<any>((resolve, reject) => client[method](request, (err: grpc.ServiceError | null, res: any) => (err ? reject(err) : resolve(res))));
-const refusal = async (method: string, request: unknown): Promise<grpc.ServiceError> => {
-  try {
-    await call(method, request);
-  } catch (err) {
-    return err as grpc.ServiceError;
-  }
-  throw new Error(`${method} succeeded`);
-};
+const call = (method: string, request: unknown) => unary(client, method, request);
+const refused = (method: string, request: unknown) => refusal(client, method, request);
 
 const ZONE = 'Asia/Shanghai';
 const user = { app_code: 'lalu', user_id: '30007' };
@@ -79,12 +72,12 @@ describe('quiet hours (PreferencesService SetQuietHours; pushes wait in the ledg
     const set = await call('SetQuietHours', { caller: user, quiet_hours: { time_zone: ZONE, windows: [{ start: '22:00', end: '08:00' }] } });
     expect(set).toEqual({ time_zone: ZONE, windows: [{ start: '22:00', end: '08:00' }] });
     expect(await call('GetQuietHours', { caller: { app_code: 'lalu', user_id: '30008' } })).toEqual({ time_zone: '', windows: [] });
-    const zone = await refusal('SetQuietHours', { caller: user, quiet_hours: { time_zone: 'Mars/Olympus_Mons', windows: [] } });
+    const zone = await refused('SetQuietHours', { caller: user, quiet_hours: { time_zone: 'Mars/Olympus_Mons', windows: [] } });
     expect(zone.code).toBe(grpc.status.INVALID_ARGUMENT);
     expect(zone.details).toBe('quiet_hours.time_zone: must be an IANA time zone such as Asia/Shanghai');
-    const time = await refusal('SetQuietHours', { caller: user, quiet_hours: { time_zone: ZONE, windows: [{ start: '7pm', end: '08:00' }] } });
+    const time = await refused('SetQuietHours', { caller: user, quiet_hours: { time_zone: ZONE, windows: [{ start: '7pm', end: '08:00' }] } });
     expect(time.details).toBe('quiet_hours.windows.0.start: must be HH:MM or HH:MM:SS (00:00 to 23:59:59)');
-    expect((await refusal('GetQuietHours', {})).code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect((await refused('GetQuietHours', {})).code).toBe(grpc.status.INVALID_ARGUMENT);
     // No windows removes them.
     expect(await call('SetQuietHours', { caller: user, quiet_hours: { time_zone: ZONE, windows: [] } })).toEqual({ time_zone: '', windows: [] });
   });

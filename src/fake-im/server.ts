@@ -320,20 +320,31 @@ export class FakeImServer {
     return { app };
   }
 
-  /** admin_set_msg_read: Report_Account read the C2C conversation with Peer_Account (the admin's notices) up to now. */
-  private answerSetMsgRead(url: URL, body: string): Record<string, unknown> {
-    const fail = (code: number, info: string) => ({ ActionStatus: 'FAIL', ErrorCode: code, ErrorInfo: info });
+  /** An admin call's checks (query string, JSON body, required string fields), or its FAIL answer. */
+  private adminRequest(
+    url: URL,
+    body: string,
+    fields: readonly string[],
+  ): { failed: Record<string, unknown> } | { checked: { app: FakeImApp }; msg: Record<string, unknown> } {
     const checked = this.checkAdmin(url);
-    if ('denied' in checked) return fail(checked.denied.code, checked.denied.info);
+    if ('denied' in checked) return { failed: answerFail(checked.denied.code, checked.denied.info) };
     let msg: Record<string, unknown>;
     try {
       msg = JSON.parse(body) as Record<string, unknown>;
     } catch {
-      return fail(90001, 'the body is not JSON');
+      return { failed: answerFail(90001, 'the body is not JSON') };
     }
-    for (const field of ['Report_Account', 'Peer_Account'])
-      if (typeof msg[field] !== 'string' || msg[field] === '') return fail(90001, `${field} is missing or not a string`);
-    if (this.faults.not_imported.includes(msg.Report_Account as string)) return fail(70107, 'account does not exist');
+    for (const field of fields)
+      if (typeof msg[field] !== 'string' || msg[field] === '') return { failed: answerFail(90001, `${field} is missing or not a string`) };
+    return { checked, msg };
+  }
+
+  /** admin_set_msg_read: Report_Account read the C2C conversation with Peer_Account (the admin's notices) up to now. */
+  private answerSetMsgRead(url: URL, body: string): Record<string, unknown> {
+    const request = this.adminRequest(url, body, ['Report_Account', 'Peer_Account']);
+    if ('failed' in request) return request.failed;
+    const { checked, msg } = request;
+    if (this.faults.not_imported.includes(msg.Report_Account as string)) return answerFail(70107, 'account does not exist');
     this.readMarks.push({
       sdkAppId: checked.app.sdkAppId,
       reportAccount: msg.Report_Account as string,
@@ -345,22 +356,14 @@ export class FakeImServer {
 
   /** admin_msgwithdraw: the admin takes back a C2C message it sent, found by MsgKey between the two accounts. */
   private answerWithdraw(url: URL, body: string): Record<string, unknown> {
-    const fail = (code: number, info: string) => ({ ActionStatus: 'FAIL', ErrorCode: code, ErrorInfo: info });
-    const checked = this.checkAdmin(url);
-    if ('denied' in checked) return fail(checked.denied.code, checked.denied.info);
-    let msg: Record<string, unknown>;
-    try {
-      msg = JSON.parse(body) as Record<string, unknown>;
-    } catch {
-      return fail(90001, 'the body is not JSON');
-    }
-    for (const field of ['From_Account', 'To_Account', 'MsgKey'])
-      if (typeof msg[field] !== 'string' || msg[field] === '') return fail(90001, `${field} is missing or not a string`);
+    const request = this.adminRequest(url, body, ['From_Account', 'To_Account', 'MsgKey']);
+    if ('failed' in request) return request.failed;
+    const { checked, msg } = request;
     this.withdrawCalls.push({ toAccount: msg.To_Account as string, msgKey: msg.MsgKey as string, receivedAtMs: this.now() });
     const found = this.received.filter((m) => !m.duplicate && m.sdkAppId === checked.app.sdkAppId && m.msgKey === msg.MsgKey && m.toAccount === msg.To_Account);
     // The code for an unknown or already withdrawn message is assumed (the reference lists none for this API).
-    if (found.length === 0) return fail(20022, 'no such message between these accounts');
-    if (found.every((m) => m.withdrawn)) return fail(20022, 'the message was already withdrawn');
+    if (found.length === 0) return answerFail(20022, 'no such message between these accounts');
+    if (found.every((m) => m.withdrawn)) return answerFail(20022, 'the message was already withdrawn');
     for (const m of found) m.withdrawn = true;
     return { ActionStatus: 'OK', ErrorCode: 0, ErrorInfo: '' };
   }
@@ -575,4 +578,8 @@ function sleep(ms: number): Promise<void> {
 
 function echoUrl(info: string, url: URL): string {
   return info.replace('{url}', `${url.pathname}${url.search}`);
+}
+
+function answerFail(code: number, info: string): Record<string, unknown> {
+  return { ActionStatus: 'FAIL', ErrorCode: code, ErrorInfo: info };
 }

@@ -14,6 +14,15 @@ import { balanceChanged, insertWalletRows } from '../helpers/outbox.ts';
 const scale = Number(process.env.FAULTS_SCALE ?? '1');
 const n = (events: number) => Math.max(200, Math.round(events * scale));
 
+/** Redis loses everything at once (FLUSHALL from a client of its own), noted in the scenario's injections. */
+async function flushAll(h: Harness, note: string): Promise<void> {
+  const { Redis } = await import('ioredis');
+  const client = new Redis(h.env.config.redis.url);
+  await client.flushall();
+  client.disconnect();
+  h.note(note);
+}
+
 async function untilProgress(h: Harness, share: number): Promise<void> {
   while (h.writing() && h.progress() < share) await sleep(50);
 }
@@ -38,11 +47,7 @@ const scenarios: Scenario[] = [
     faults: { delay_ms: 10 },
     async inject(h) {
       await untilProgress(h, 0.3);
-      const { Redis } = await import('ioredis');
-      const client = new Redis(h.env.config.redis.url);
-      await client.flushall();
-      client.disconnect();
-      h.note('FLUSHALL');
+      await flushAll(h, 'FLUSHALL');
       await untilProgress(h, 0.6);
       await h.redis.stop();
       h.note('redis-server killed');
@@ -362,11 +367,7 @@ scenarios.push({
   async inject(h) {
     // The pushes deferred so far are released at quietUntilMs: the flush and the kill land on that moment.
     while (Date.now() < h.quietUntilMs! - 50) await sleep(20);
-    const { Redis } = await import('ioredis');
-    const client = new Redis(h.env.config.redis.url);
-    await client.flushall();
-    client.disconnect();
-    h.note('FLUSHALL at the end of the quiet hours');
+    await flushAll(h, 'FLUSHALL at the end of the quiet hours');
     const victim = h.procs.find((p) => p.role === 'deliver' && alive(p.proc));
     if (victim) {
       await h.kill(victim.proc);
@@ -394,11 +395,7 @@ scenarios.push({
     while (h.writing()) {
       await sleep(3000);
       if (!flushed && h.progress() > 0.4) {
-        const { Redis } = await import('ioredis');
-        const client = new Redis(h.env.config.redis.url);
-        await client.flushall();
-        client.disconnect();
-        h.note('FLUSHALL');
+        await flushAll(h, 'FLUSHALL');
         flushed = true;
       }
       const victim = h.procs.find((p) => p.role === 'deliver' && alive(p.proc));

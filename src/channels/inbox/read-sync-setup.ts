@@ -4,7 +4,7 @@ import { tencentApps } from '../../config/tencent-apps.ts';
 import type { Redis } from '../../platform/redis.ts';
 import { TencentRest } from '../../tencent-im/rest.ts';
 import { SendPacer } from '../../tencent-im/send-pacer.ts';
-import { UserSigCache } from '../../tencent-im/usersig.ts';
+import { appRest } from '../../tencent-im/app-rest.ts';
 import { ImReadSync, type ReadSyncApp } from './read-sync.ts';
 
 /** The read sync of an inbox API process: per Tencent app, its own REST client and its own pacer for the call. */
@@ -13,18 +13,8 @@ export function createReadSync(config: NoticeConfig, redis: Redis, logger: Logge
   const sync = config.inbox.im_read_sync;
   const apps = new Map<string, ReadSyncApp>();
   for (const app of tencentApps(config).values()) {
-    const rest = new TencentRest(
-      {
-        baseUrl: app.baseUrl,
-        sdkAppId: app.sdkAppId,
-        adminIdentifier: app.adminIdentifier,
-        requestTimeoutMs: im.request_timeout,
-        idleSocketTimeoutMs: im.idle_socket_timeout,
-        maxSockets: 4,
-      },
-      new UserSigCache(app.sdkAppId, app.secretKey, app.adminIdentifier, im.usersig_ttl),
-      logger.child({ app: app.appCode }),
-    );
+    const settings = appRest(app, im, { requestTimeoutMs: im.request_timeout, maxSockets: 4 });
+    const rest = new TencentRest(settings.options, settings.userSig, logger.child({ app: app.appCode }));
     apps.set(app.appCode, {
       call: (path, body) => rest.call(path, body),
       peerAccount: app.adminIdentifier,

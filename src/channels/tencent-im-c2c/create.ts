@@ -2,7 +2,7 @@ import { TencentImClient } from '../../tencent-im/client.ts';
 import { MAX_MESSAGE_BYTES, messageBytes } from '../../tencent-im/message.ts';
 import { c2cOfflinePush } from '../../tencent-im/offline-push.ts';
 import { CHANNEL_TENCENT_IM_C2C, CHANNEL_TENCENT_PUSH } from '../../ledger/types.ts';
-import { UserSigCache } from '../../tencent-im/usersig.ts';
+import { appRest } from '../../tencent-im/app-rest.ts';
 import type { ChannelContext } from '../types.ts';
 import type { DeliveryChannel } from '../types.ts';
 import { tencentImC2CChannel } from './channel.ts';
@@ -20,19 +20,8 @@ export function createTencentImC2C(ctx: ChannelContext): DeliveryChannel {
   const { routes } = ctx;
   const byApp = new Map<string, DeliveryChannel>();
   for (const app of tencentApps(config).values()) {
-    const client = new TencentImClient(
-      {
-        baseUrl: app.baseUrl,
-        sdkAppId: app.sdkAppId,
-        adminIdentifier: app.adminIdentifier,
-        requestTimeoutMs: im.request_timeout,
-        idleSocketTimeoutMs: im.idle_socket_timeout,
-        msgLifeTimeMs: im.msg_lifetime,
-        maxSockets: config.deliver.concurrency,
-      },
-      new UserSigCache(app.sdkAppId, app.secretKey, app.adminIdentifier, im.usersig_ttl),
-      logger.child({ app: app.appCode }),
-    );
+    const rest = appRest(app, im, { requestTimeoutMs: im.request_timeout, maxSockets: config.deliver.concurrency });
+    const client = new TencentImClient({ ...rest.options, msgLifeTimeMs: im.msg_lifetime }, rest.userSig, logger.child({ app: app.appCode }));
     // Tencent's quota is per app, not per process: the pacer's clock lives in Redis and every deliver process shares it.
     const pacer = new SendPacer(
       ctx.redis,

@@ -1,7 +1,7 @@
 import { CHANNEL_TENCENT_PUSH } from '../../ledger/types.ts';
 import { TencentPushClient } from '../../tencent-im/push-client.ts';
 import { SendPacer } from '../../tencent-im/send-pacer.ts';
-import { UserSigCache } from '../../tencent-im/usersig.ts';
+import { appRest } from '../../tencent-im/app-rest.ts';
 import type { ChannelContext } from '../types.ts';
 import type { DeliveryChannel } from '../types.ts';
 import { tencentPushChannel } from './channel.ts';
@@ -16,18 +16,8 @@ export function createTencentPush(ctx: ChannelContext): DeliveryChannel {
   const push = config.tencent_push;
   const byApp = new Map<string, DeliveryChannel>();
   for (const app of tencentApps(config).values()) {
-    const client = new TencentPushClient(
-      {
-        baseUrl: app.baseUrl,
-        sdkAppId: app.sdkAppId,
-        adminIdentifier: app.adminIdentifier,
-        requestTimeoutMs: push.request_timeout,
-        idleSocketTimeoutMs: im.idle_socket_timeout,
-        maxSockets: 16,
-      },
-      new UserSigCache(app.sdkAppId, app.secretKey, app.adminIdentifier, im.usersig_ttl),
-      logger.child({ app: app.appCode }),
-    );
+    const rest = appRest(app, im, { requestTimeoutMs: push.request_timeout, maxSockets: 16 });
+    const client = new TencentPushClient(rest.options, rest.userSig, logger.child({ app: app.appCode }));
     const pacer = new SendPacer(
       ctx.redis,
       config.redis.prefix,

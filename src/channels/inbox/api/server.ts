@@ -77,7 +77,8 @@ export class InboxApiServer implements Role {
   private quietRedis(redis: Redis): Redis {
     let warned = false;
     redis.on('error', (err: Error) => {
-      if (!warned) this.logger.warn({ err: describeError(err) }, 'Redis unreachable: live inbox events and the IM read sync wait for it; the API still answers');
+      if (!warned)
+        this.logger.warn({ err: describeError(err) }, 'Redis unreachable: live inbox events and the IM read sync wait for it; the API still answers');
       warned = true;
     });
     redis.on('ready', () => (warned = false));
