@@ -13,6 +13,9 @@ export interface InboxLiveResult {
   streams: number;
   /** Stream openings answered with an error (a full MySQL queue) and opened again. */
   refused_while_opening: number;
+  refused_by: Record<string, number>;
+  /** How long opening every stream took (waves of 100). */
+  open_seconds: number;
   rss_idle_mb: number;
   rss_with_streams_mb: number;
   kb_per_stream: number;
@@ -43,6 +46,7 @@ export async function runInboxLiveBench(streams: number, ratePerSecond: number, 
   });
   const clients: any[] = [];
   const calls: grpc.ClientReadableStream<any>[] = [];
+  let closed = false;
   try {
     const api = await world.spawn('inbox-api');
     await world.spawn('ingest');
@@ -61,6 +65,7 @@ export async function runInboxLiveBench(streams: number, ratePerSecond: number, 
     let snapshots = 0;
     let events = 0;
     let refused = 0;
+    const refusedBy: Record<string, number> = {};
     const open = (u: number): Promise<void> =>
       new Promise((resolve) => {
         const call = clients[u % connections].WatchInbox({ caller: { app_code: 'lalu', user_id: String(500000 + u) } });
@@ -77,19 +82,27 @@ export async function runInboxLiveBench(streams: number, ratePerSecond: number, 
         });
         // A burst of new streams can overflow the API's MySQL queue (UNAVAILABLE / RESOURCE_EXHAUSTED): as a gateway
         // would, open that one again after a pause.
-        call.on('error', () => {
+        call.on('error', (err: grpc.ServiceError) => {
+          if (closed) return;
           refused++;
-          setTimeout(() => void open(u).then(resolve), 200);
+          refusedBy[`${err.code} ${err.details}`.slice(0, 120)] = (refusedBy[`${err.code} ${err.details}`.slice(0, 120)] ?? 0) + 1;
+          setTimeout(() => void (closed ? undefined : open(u).then(resolve)), 200);
         });
         calls.push(call);
       });
     // In waves, as a gateway's users connect: each wave's snapshots before the next.
+    const openedAt = Date.now();
     for (let at = 0; at < streams; at += 100) {
-      await Promise.race([
-        Promise.all(Array.from({ length: Math.min(100, streams - at) }, (_, k) => open(at + k))),
-        new Promise((_, reject) => setTimeout(() => reject(new Error(`inbox_live: ${snapshots}/${streams} snapshots`)), 60_000)),
+      const wave = await Promise.race([
+        Promise.all(Array.from({ length: Math.min(100, streams - at) }, (_, k) => open(at + k))).then(() => true),
+        new Promise<false>((resolve) => setTimeout(() => resolve(false), 60_000)),
       ]);
+      if (!wave)
+        throw new Error(
+          `inbox_live: ${snapshots}/${streams} snapshots after ${Math.round((Date.now() - openedAt) / 1000)} s; refused: ${JSON.stringify(refusedBy)}`,
+        );
     }
+    const openSeconds = (Date.now() - openedAt) / 1000;
     await new Promise((r) => setTimeout(r, 2000));
     const rssStreams = rssMb(pid);
     const idleCpu0 = cpuSeconds(pid);
@@ -124,6 +137,8 @@ export async function runInboxLiveBench(streams: number, ratePerSecond: number, 
     return {
       streams,
       refused_while_opening: refused,
+      refused_by: refusedBy,
+      open_seconds: Math.round(openSeconds * 10) / 10,
       rss_idle_mb: Math.round(rssIdle),
       rss_with_streams_mb: Math.round(rssStreams),
       kb_per_stream: Math.round((((rssStreams - rssIdle) * 1024) / streams) * 10) / 10,
@@ -136,6 +151,7 @@ export async function runInboxLiveBench(streams: number, ratePerSecond: number, 
       cpu_ms_per_event: Math.round((cpu / Math.max(1, events)) * 1000 * 100) / 100,
     };
   } finally {
+    closed = true;
     for (const c of calls) c.cancel();
     for (const c of clients) c.close();
     await world.close();
