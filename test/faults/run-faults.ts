@@ -368,12 +368,10 @@ scenarios.push({
     // The pushes deferred so far are released at quietUntilMs: the flush and the kill land on that moment.
     while (Date.now() < h.quietUntilMs! - 50) await sleep(20);
     await flushAll(h, 'FLUSHALL at the end of the quiet hours');
-    const victim = h.procs.find((p) => p.role === 'deliver' && alive(p.proc));
-    if (victim) {
-      await h.kill(victim.proc);
-      h.note(`SIGKILL deliver pid ${victim.proc.child.pid}`);
-      await h.spawn('deliver');
-    }
+    await replaceDeliver(
+      h,
+      h.procs.find((p) => p.role === 'deliver' && alive(p.proc)),
+    );
     await sleep(3000);
   },
 });
@@ -398,24 +396,27 @@ scenarios.push({
         await flushAll(h, 'FLUSHALL');
         flushed = true;
       }
-      const victim = h.procs.find((p) => p.role === 'deliver' && alive(p.proc));
-      if (!victim) continue;
-      await h.kill(victim.proc);
-      h.note(`SIGKILL deliver pid ${victim.proc.child.pid}`);
-      await h.spawn('deliver');
+      await replaceDeliver(
+        h,
+        h.procs.find((p) => p.role === 'deliver' && alive(p.proc)),
+      );
     }
   },
 });
+
+/** SIGKILL this deliver process (if any) and start a fresh one in its place, noted in the scenario's injections. */
+async function replaceDeliver(h: Harness, victim: Harness['procs'][number] | undefined): Promise<void> {
+  if (!victim) return;
+  await h.kill(victim.proc);
+  h.note(`SIGKILL deliver pid ${victim.proc.child.pid}`);
+  await h.spawn('deliver');
+}
 
 async function killDeliversInTurn(h: Harness): Promise<void> {
   while (h.writing()) {
     await sleep(3000);
     const victims = h.procs.filter((p) => p.role === 'deliver' && alive(p.proc));
-    const victim = victims[Math.floor(Math.random() * victims.length)];
-    if (!victim) continue;
-    await h.kill(victim.proc);
-    h.note(`SIGKILL deliver pid ${victim.proc.child.pid}`);
-    await h.spawn('deliver');
+    await replaceDeliver(h, victims[Math.floor(Math.random() * victims.length)]);
   }
 }
 

@@ -7,8 +7,12 @@ export type InboxChange = { type: 'added'; id: string } | { type: 'changed' };
 
 /** A user's Redis pub/sub channel: every inbox API process with a stream open for them subscribes to it. */
 export function liveChannel(prefix: string, owner: InboxOwner): string {
-  const user = createHash('sha256').update(`${owner.appCode}\u0000${owner.userId}`).digest('base64url').slice(0, 22);
-  return `${prefix}:inbox-live:${user}`;
+  return `${prefix}:inbox-live:${userTag(owner)}`;
+}
+
+/** A user's fixed-length tag for Redis key and channel names (ids are unbounded and may hold any character). */
+export function userTag(owner: InboxOwner): string {
+  return createHash('sha256').update(`${owner.appCode}\u0000${owner.userId}`).digest('base64url').slice(0, 22);
 }
 
 /**

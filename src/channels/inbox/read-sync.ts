@@ -1,9 +1,9 @@
-import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { describeError } from '../../platform/errors.ts';
 import type { RestFailure, RestOk } from '../../tencent-im/rest.ts';
 import type { InboxOwner } from './store.ts';
+import { userTag } from './live.ts';
 
 /** One Tencent app's side of the sync: its REST call, the account its notices come from, and its pacer. */
 export interface ReadSyncApp {
@@ -44,8 +44,7 @@ export class ImReadSync {
   private async schedule(owner: InboxOwner): Promise<void> {
     const app = this.deps.apps.get(owner.appCode);
     if (!app || this.closed) return;
-    const user = createHash('sha256').update(`${owner.appCode}\u0000${owner.userId}`).digest('base64url').slice(0, 22);
-    const first = await this.deps.redis.set(`${this.deps.prefix}:im-read:${user}`, '1', 'PX', this.deps.windowMs, 'NX');
+    const first = await this.deps.redis.set(`${this.deps.prefix}:im-read:${userTag(owner)}`, '1', 'PX', this.deps.windowMs, 'NX');
     if (first !== 'OK') return;
     this.stats.scheduled++;
     this.later(this.deps.windowMs, () => this.sync(owner, app, 0));

@@ -54,7 +54,7 @@ export function frequencyCap(
       }
       // A new admission is checked against the sends the ledger has recorded: a Redis rolled back to an older
       // snapshot keeps its "seeded" mark but forgets later sends. At most `max` such reads per user and window.
-      if (admitted === 1 && (await ledgerFull(deps, row, sendId, now()))) {
+      if (admitted === 1 && (await ledgerFull(deps, longest, row, sendId, now()))) {
         await deps.redis.zrem(key, sendId);
         admitted = 0;
       }
@@ -66,8 +66,13 @@ export function frequencyCap(
 }
 
 /** Whether the ledger's recorded sends (not rows still being worked, not this one) already fill a window. */
-async function ledgerFull(deps: { windows: readonly CapWindow[]; recent: RecentSends }, row: LedgerKey & { userId: string }, sendId: string, nowMs: number) {
-  const longest = Math.max(...deps.windows.map((w) => w.perMs));
+async function ledgerFull(
+  deps: { windows: readonly CapWindow[]; recent: RecentSends },
+  longest: number,
+  row: LedgerKey & { userId: string },
+  sendId: string,
+  nowMs: number,
+) {
   const sent = (await deps.recent(row.appCode, row.userId, nowMs - longest)).filter((s) => !s.id.startsWith('maybe:') && s.id !== sendId);
   return deps.windows.some((w) => sent.filter((s) => s.atMs >= nowMs - w.perMs).length >= w.max);
 }
