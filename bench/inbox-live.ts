@@ -24,9 +24,16 @@ export interface InboxLiveResult {
   inserts_per_second: number;
   inserts: number;
   events_received: number;
-  /** Commit → item_added on the stream of the item's user, ms. */
+  /** Owner's outbox commit → item_added on the stream of the item's user (ingest, deliver, pub/sub, API), ms. */
   event_p50_ms: number;
   event_p99_ms: number;
+  /** Inbox item insert (its create_time, stamped as deliver inserts it) → item_added on the stream, ms. */
+  insert_to_event_p50_ms: number;
+  insert_to_event_p99_ms: number;
+  /** Reads made through one connection (MarkAllNotificationsRead sent) → unread_changed on the user's other stream. */
+  reads: number;
+  read_to_event_p50_ms: number;
+  read_to_event_p99_ms: number;
   /** CPU of the inbox-api process per event delivered to a stream, ms. */
   cpu_ms_per_event: number;
 }
@@ -61,7 +68,10 @@ export async function runInboxLiveBench(streams: number, ratePerSecond: number, 
     for (let i = 0; i < connections; i++)
       clients.push(new pkg.InboxService(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 }));
     const latencies: number[] = [];
+    const insertLatencies: number[] = [];
+    const readLatencies: number[] = [];
     const committedAt = new Map<number, number>();
+    const readSentAt = new Map<number, number>();
     let snapshots = 0;
     let events = 0;
     let refused = 0;
@@ -78,6 +88,14 @@ export async function runInboxLiveBench(streams: number, ratePerSecond: number, 
             const n = Number(String(JSON.parse(e.item_added.notification.data_json).event_id).replace('live_', ''));
             const at = committedAt.get(n);
             if (at !== undefined) latencies.push(Date.now() - at);
+            const created = e.item_added.notification.create_time;
+            if (created) insertLatencies.push(Date.now() - (Number(created.seconds) * 1000 + Math.round(created.nanos / 1e6)));
+          } else if (e.unread_changed) {
+            const at = readSentAt.get(u);
+            if (at !== undefined && e.unread_changed.count === 0) {
+              readSentAt.delete(u);
+              readLatencies.push(Date.now() - at);
+            }
           }
         });
         // A burst of new streams can overflow the API's MySQL queue (UNAVAILABLE / RESOURCE_EXHAUSTED): as a gateway
@@ -133,7 +151,26 @@ export async function runInboxLiveBench(streams: number, ratePerSecond: number, 
     while (latencies.length < total && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
     await new Promise((r) => setTimeout(r, 500));
     const cpu = cpuSeconds(pid) - cpu0;
+
+    // A read on one device (a unary call through another connection) reaching the user's stream, with every stream
+    // still open: one user in ten, 100 reads a second.
+    const reader = new pkg.InboxService(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 });
+    clients.push(reader);
+    const readers = Math.max(1, Math.floor(streams / 10));
+    const readStarted = Date.now();
+    for (let k = 0; k < readers; k++) {
+      const u = k * 10;
+      const due = readStarted + (k / 100) * 1000;
+      if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
+      // Timed from the request: the event may arrive before the caller's own answer does.
+      readSentAt.set(u, Date.now());
+      reader.MarkAllNotificationsRead({ caller: { app_code: 'lalu', user_id: String(500000 + u) } }, () => undefined);
+    }
+    const readsUntil = Date.now() + 10_000;
+    while (readLatencies.length < readers && Date.now() < readsUntil) await new Promise((r) => setTimeout(r, 100));
     latencies.sort((a, b) => a - b);
+    insertLatencies.sort((a, b) => a - b);
+    readLatencies.sort((a, b) => a - b);
     return {
       streams,
       refused_while_opening: refused,
@@ -148,6 +185,11 @@ export async function runInboxLiveBench(streams: number, ratePerSecond: number, 
       events_received: events,
       event_p50_ms: percentile(latencies, 50),
       event_p99_ms: percentile(latencies, 99),
+      insert_to_event_p50_ms: percentile(insertLatencies, 50),
+      insert_to_event_p99_ms: percentile(insertLatencies, 99),
+      reads: readLatencies.length,
+      read_to_event_p50_ms: percentile(readLatencies, 50),
+      read_to_event_p99_ms: percentile(readLatencies, 99),
       cpu_ms_per_event: Math.round((cpu / Math.max(1, events)) * 1000 * 100) / 100,
     };
   } finally {

@@ -196,7 +196,7 @@ export function renderMarkdown(r: Record<string, any>): string {
   if (r.inbox_live) {
     const l = r.inbox_live;
     out.push(
-      `**Live inbox** (one inbox-api process, ${l.streams} WatchInbox streams open, then ${l.inserts_per_second} inserts/s for ${l.inserts} inserts through ingest, deliver and Redis pub/sub): RSS ${l.rss_idle_mb} → ${l.rss_with_streams_mb} MB (${l.kb_per_stream} KB per stream); idle CPU with every stream open ${l.idle_cpu_ms_per_s} ms/s; commit → item_added p50 ${l.event_p50_ms} ms, p99 ${l.event_p99_ms} ms over ${l.events_received} events; ${l.cpu_ms_per_event} ms inbox-api CPU per event.`,
+      `**Live inbox** (one inbox-api process, ${l.streams} WatchInbox streams open, then ${l.inserts_per_second} inserts/s for ${l.inserts} inserts through ingest, deliver and Redis pub/sub): RSS ${l.rss_idle_mb} → ${l.rss_with_streams_mb} MB (${l.kb_per_stream} KB per stream); idle CPU with every stream open ${l.idle_cpu_ms_per_s} ms/s; inbox insert → item_added p50 ${l.insert_to_event_p50_ms} ms, p99 ${l.insert_to_event_p99_ms} ms; owner's commit → item_added (ingest and deliver included) p50 ${l.event_p50_ms} ms, p99 ${l.event_p99_ms} ms over ${l.events_received} events; ${l.cpu_ms_per_event} ms inbox-api CPU per event. A read through another connection (request sent) → unread_changed on the user's stream (${l.reads} reads at 100/s, every stream open): p50 ${l.read_to_event_p50_ms} ms, p99 ${l.read_to_event_p99_ms} ms.${l.runs ? ` p99s of each run (insert → event / commit → event / read → event): ${l.runs.map((x: any) => `${x.insert_to_event_p99_ms} / ${x.event_p99_ms} / ${x.read_to_event_p99_ms}`).join('; ')} ms.` : ''}`,
       '',
     );
   }

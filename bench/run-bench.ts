@@ -584,7 +584,19 @@ if (want('digest')) {
 if (want('inbox_live')) {
   const size = SMOKE ? { streams: 200, rate: 100, seconds: 2 } : { streams: 10_000, rate: 500, seconds: 20 };
   log(`inbox_live: ${size.streams} streams, ${size.rate} inserts/s for ${size.seconds} s`);
-  report.inbox_live = await runInboxLiveBench(size.streams, size.rate, size.seconds);
+  const runs = [];
+  for (let i = 0; i < RUNS; i++) runs.push(await runInboxLiveBench(size.streams, size.rate, size.seconds));
+  // The run with the median item_added p99 stands for the phase; every run's p99s are kept beside it.
+  const byP99 = [...runs].sort((a, b) => a.insert_to_event_p99_ms - b.insert_to_event_p99_ms);
+  report.inbox_live = {
+    ...byP99[Math.floor(byP99.length / 2)],
+    runs: runs.map((r) => ({
+      idle_cpu_ms_per_s: r.idle_cpu_ms_per_s,
+      event_p99_ms: r.event_p99_ms,
+      insert_to_event_p99_ms: r.insert_to_event_p99_ms,
+      read_to_event_p99_ms: r.read_to_event_p99_ms,
+    })),
+  };
 }
 
 if (want('api_flood')) {

@@ -7,17 +7,22 @@ import { freePort } from './helpers/ports.ts';
 import { unary } from './helpers/grpc.ts';
 import { startPipeline } from './helpers/pipeline.ts';
 import { insertActivityRows, type ActivityRow } from './helpers/activity.ts';
+import { PrivateRedis } from './helpers/redis-server.ts';
 import type { NoticeProcess } from '../cli/run-roles.ts';
+import { InboxStore } from '../src/channels/inbox/store.ts';
 import { INBOX_PROTO } from '../src/channels/inbox/api/inbox-service.ts';
 import type { NoticeConfig } from '../src/config/schema.ts';
 
 let env: TestEnv | undefined;
 let procs: NoticeProcess[] = [];
 let clients: any[] = [];
+let redisServers: PrivateRedis[] = [];
 afterEach(async () => {
   for (const c of clients) c.close();
   for (const p of procs) await p.stop();
   await env?.close();
+  for (const r of redisServers) await r.destroy();
+  redisServers = [];
   procs = [];
   clients = [];
   env = undefined;
@@ -190,6 +195,78 @@ describe('WatchInbox: the gateway learns of changes as they happen, across proce
     expect(back.events[0]!.event.snapshot.unread).toEqual(truth.unread);
     back.cancel();
     for (const s of streams.values()) s.cancel();
+  });
+
+  it('a change made while Redis was away reaches open streams once it is back (the pub/sub message was lost)', async () => {
+    const redis = new PrivateRedis();
+    redisServers.push(redis);
+    const port = await freePort();
+    env = await createTestEnv({
+      redis: { url: await redis.start() },
+      inbox: { enabled: true, api_port: port },
+      activity_notice_worker: { enabled: true, poll_interval: '50ms' },
+    });
+    procs.push(await startPipeline(env.config, ['ingest', 'deliver', 'inbox-api']));
+    const client = new (await load(INBOX_PROTO)).InboxService(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    clients.push(client);
+    await insertActivityRows(env.owner, env.config.activity_database, [fact(1, '73001'), fact(2, '73001')]);
+    await waitFor(
+      () => unary(client, 'GetUnreadCount', { caller: caller('73001') }),
+      (r) => r.unread.count === 2,
+      5_000,
+      'two unread',
+    );
+    const stream = watch(client, '73001');
+    await waitFor(
+      async () => stream.events.length,
+      (n) => n === 1,
+      5_000,
+      'snapshot',
+    );
+    // Redis goes away; the user reads on another device meanwhile (written straight to MySQL: no message at all).
+    await redis.stop();
+    expect(await new InboxStore(env.notice).markAllRead({ appCode: 'lalu', userId: '73001' }, null, [], Date.now())).toBe(2);
+    await redis.start(redis.port);
+    await waitFor(
+      async () => stream.events.at(-1)!.event,
+      (e) => e.event === 'unread_changed' && e.unread_changed.count === 0,
+      10_000,
+      'the stream re-read its counts after the subscriber came back',
+    );
+    stream.cancel();
+  });
+
+  it('a refused stream (bad caller, the process full, live events off) ends with its status, not silence', async () => {
+    const [portA, portB] = [await freePort(), await freePort()];
+    env = await createTestEnv({ inbox: { enabled: true, api_port: portA, api_max_watch_streams: 1 } });
+    procs.push(await startPipeline(env.config, ['inbox-api']));
+    const configB = { ...env.config, inbox: { ...env.config.inbox, api_port: portB, live_events: false } } as NoticeConfig;
+    procs.push(await startPipeline(configB, ['inbox-api']));
+    const v1 = await load(INBOX_PROTO);
+    const a = new v1.InboxService(`127.0.0.1:${portA}`, grpc.credentials.createInsecure());
+    const b = new v1.InboxService(`127.0.0.1:${portB}`, grpc.credentials.createInsecure());
+    clients.push(a, b);
+    const ending = (client: any, request: unknown) =>
+      new Promise<grpc.ServiceError | 'timeout'>((resolve) => {
+        const call = client.WatchInbox(request);
+        call.on('data', () => undefined);
+        call.on('error', resolve);
+        setTimeout(() => {
+          call.cancel();
+          resolve('timeout');
+        }, 5_000);
+      });
+    expect(await ending(a, { caller: { app_code: 'lalu', user_id: '' } })).toMatchObject({ code: grpc.status.INVALID_ARGUMENT });
+    const first = watch(a, '74001');
+    await waitFor(
+      async () => first.events.length,
+      (n) => n === 1,
+      5_000,
+      'the first stream',
+    );
+    expect(await ending(a, { caller: caller('74002') })).toMatchObject({ code: grpc.status.RESOURCE_EXHAUSTED });
+    expect(await ending(b, { caller: caller('74001') })).toMatchObject({ code: grpc.status.UNIMPLEMENTED });
+    first.cancel();
   });
 
   it('a v1 client generated before WatchInbox and unseen still works against the new server', async () => {

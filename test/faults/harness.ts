@@ -13,6 +13,8 @@ import { PreferenceStore, type PreferenceKey } from '../../src/preferences/store
 import { QuietHoursStore } from '../../src/quiet-hours/store.ts';
 import { DateTime } from 'luxon';
 import { STATUS_TABLE, type DeliveryStatus } from '../../src/ledger/status.ts';
+import { freePort } from '../helpers/ports.ts';
+import { StreamWatchers, type StreamCounts } from './streams.ts';
 
 export const OUT_DIR = join(process.cwd(), '.tmp', 'faults');
 
@@ -71,7 +73,7 @@ export interface Harness {
   writing(): boolean;
   /** When the quiet hours of a quietForMs scenario end (epoch ms), or null. */
   quietUntilMs: number | null;
-  spawn(role: 'ingest' | 'deliver'): Promise<Spawned>;
+  spawn(role: 'ingest' | 'deliver' | 'inbox-api'): Promise<Spawned>;
   kill(proc: Spawned, signal?: NodeJS.Signals): Promise<void>;
   note(text: string): void;
 }
@@ -116,6 +118,8 @@ export interface ScenarioResult {
   unwanted_why: string[];
   /** Users whose digest summaries do not carry exactly their digested and sent rows. */
   digest_mismatch: number;
+  /** The WatchInbox streams held open through the scenario (one inbox-api process) and whether they ended true. */
+  streams: StreamCounts;
   /** quietForMs scenarios: the quiet users' pushes, and how long after their quiet hours ended they went out. */
   quiet_pushes?: { count: number; first_after_ms: number | null; median_after_ms: number | null };
   /** Users whose pushes stopped short of the cap although more were written (an over-count: allowed, reported). */
@@ -143,6 +147,12 @@ const APP_OF_SDK: Record<number, string> = { 1400000001: 'lalu', [HALA.sdkAppId]
 const twoAppRow = (n: number): WalletRow => ({ ...balanceChanged(n), app_code: n % 2 === 1 ? 'hala' : 'lalu' });
 
 const PUSH_CAP = 2;
+/** Users with a WatchInbox stream open in every scenario (see sideFact: heavy, activity and VIP users). */
+const WATCHED_USERS = [
+  '69000',
+  '69001',
+  ...Array.from({ length: 600 }, (_, k) => k).flatMap((k) => (k % 6 === 2 || k % 6 === 3 ? [String(60000 + k)] : k % 6 === 5 ? [String(20000 + k)] : [])),
+];
 /** Users with quiet hours in a quietForMs scenario: the activity users of the side stream and the two heavy ones. */
 const QUIET_USERS = [...Array.from({ length: 1500 }, (_, k) => String(60000 + k)), '69000', '69001'];
 /** Users' choices in every scenario, stored before the processes start. */
@@ -194,7 +204,11 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   const redisUrl = await redis.start();
   const mariadb = s.privateMysql ? new PrivateMariaDb() : null;
   const mysqlServer = mariadb ? await mariadb.start() : undefined;
-  const env = await createTestEnv(merge(merge(BASE_CONFIG, { redis: { url: redisUrl } }), s.config ?? {}), { mysqlServer, fakeImApps: [HALA] });
+  const apiPort = await freePort();
+  const env = await createTestEnv(merge(merge(BASE_CONFIG, { redis: { url: redisUrl }, inbox: { api_port: apiPort } }), s.config ?? {}), {
+    mysqlServer,
+    fakeImApps: [HALA],
+  });
   const dir = join(OUT_DIR, s.name);
   mkdirSync(dir, { recursive: true });
   env.fakeIm.setFaults({ ...(s.faults ?? {}), not_imported: s.notImported ?? [] });
@@ -227,7 +241,10 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
       proc.child.kill(signal);
       await proc.exited;
     },
-    note: (text) => injections.push(`${((Date.now() - started) / 1000).toFixed(1)}s ${text}`),
+    note: (text) => {
+      injections.push(`${((Date.now() - started) / 1000).toFixed(1)}s ${text}`);
+      if (process.env.FAULTS_VERBOSE) process.stderr.write(`[faults] ${s.name}: ${injections.at(-1)}\n`);
+    },
   };
 
   if (s.quietForMs) {
@@ -239,6 +256,10 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   }
   for (let i = 0; i < s.ingest; i++) await h.spawn('ingest');
   for (let i = 0; i < s.deliver; i++) await h.spawn('deliver');
+  await h.spawn('inbox-api');
+  // Streams open through the whole scenario, as a gateway holds them: the heavy users (one of them also reading on
+  // another device every second) and every activity and VIP user of the side stream's first 600 facts.
+  const streams = await StreamWatchers.open(apiPort, WATCHED_USERS, '69000', (id) => intended.get(id)?.user);
   const started = Date.now();
 
   const w: WriterOptions = {
@@ -308,6 +329,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     sideStream(),
   ]);
   await s.beforeDrain?.(h);
+  process.stderr.write(`[faults] ${s.name}: written and injected; draining\n`);
   const writtenAt = Date.now();
   // What the owners committed is what the outbox holds (a commit cut by a server restart may have landed or not).
   const [outboxRows] = await retry(() =>
@@ -343,6 +365,8 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     await sleep(250);
   }
   const drainSeconds = (Date.now() - writtenAt) / 1000;
+  process.stderr.write(`[faults] ${s.name}: drained in ${drainSeconds.toFixed(1)} s; checking the open streams\n`);
+  const streamCounts = await streams.settle(10_000).finally(() => streams.close());
 
   const [ledger] = await retry(() => env.notice.query<any[]>('SELECT source_event_id, channel, status, last_error_code FROM notice_delivery_events'));
   // A superseded row is only right if a newer version of the same balance reached the user.
@@ -538,6 +562,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     unwanted_why: unwantedWhy.slice(0, 20),
     cap_short: capShort,
     digest_mismatch: digestMismatch,
+    streams: streamCounts,
     ...(h.quietUntilMs !== null
       ? {
           quiet_pushes: {

@@ -30,13 +30,25 @@ async function untilProgress(h: Harness, share: number): Promise<void> {
 const scenarios: Scenario[] = [
   {
     name: 'sigkill-deliver',
-    title: 'SIGKILL a deliver process every 3 s',
+    title: 'SIGKILL a deliver process every 3 s, and the inbox-api holding the streams once',
     events: n(5000),
     ingest: 1,
     deliver: 3,
     faults: { delay_ms: 15 },
     writer: { ratePerSecond: 300 },
-    inject: killDeliversInTurn,
+    async inject(h) {
+      await Promise.all([
+        killDeliversInTurn(h),
+        (async () => {
+          await untilProgress(h, 0.5);
+          const api = h.procs.find((p) => p.role === 'inbox-api' && alive(p.proc));
+          if (!api) return;
+          await h.kill(api.proc);
+          h.note(`SIGKILL inbox-api pid ${api.proc.child.pid} (every stream cut)`);
+          await h.spawn('inbox-api');
+        })(),
+      ]);
+    },
   },
   {
     name: 'redis-loss',
@@ -431,8 +443,8 @@ for (const scenario of scenarios.filter((s) => !only || only.includes(s.name))) 
 }
 
 const header =
-  '| scenario | faults injected | written (for inbox) | rolled back / cut | delivered C2C / inbox / push (unconfirmed) | superseded | suppressed (cap short) | failed (why) | requests | duplicate sends (filtered) | user-visible duplicates | misdirected | lost | stuck | drain s |';
-const lines = [header, '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|'];
+  '| scenario | faults injected | written (for inbox) | rolled back / cut | delivered C2C / inbox / push (unconfirmed) | superseded | suppressed (cap short) | failed (why) | requests | duplicate sends (filtered) | user-visible duplicates | misdirected | lost | stuck | drain s | streams: events / reconnects / stale |';
+const lines = [header, '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|'];
 for (const r of results) {
   const why =
     Object.entries(r.failed_by_code)
@@ -446,7 +458,7 @@ for (const r of results) {
   const suppressed = Object.values(r.by_channel).reduce((n, c) => n + c.suppressed, 0);
   const requests = `${r.fake_im_requests}${push.expected > 0 ? ` + ${r.push_requests} push` : ''}`;
   lines.push(
-    `| ${r.scenario} | ${r.injections.length} | ${r.written} (${r.written_for_inbox}) | ${r.rolled_back} | ${c2c.delivered} / ${inbox.delivered}${pushCell} | ${r.superseded} | ${suppressed}${r.cap_short ? ` (${r.cap_short})` : ''} | ${r.failed}${r.failed ? ` (${why})` : ''} | ${requests} | ${r.duplicate_sends} | ${r.user_visible_duplicates} | ${r.misdirected} | ${r.lost} | ${r.stuck} | ${r.drain_seconds} |`,
+    `| ${r.scenario} | ${r.injections.length} | ${r.written} (${r.written_for_inbox}) | ${r.rolled_back} | ${c2c.delivered} / ${inbox.delivered}${pushCell} | ${r.superseded} | ${suppressed}${r.cap_short ? ` (${r.cap_short})` : ''} | ${r.failed}${r.failed ? ` (${why})` : ''} | ${requests} | ${r.duplicate_sends} | ${r.user_visible_duplicates} | ${r.misdirected} | ${r.lost} | ${r.stuck} | ${r.drain_seconds} | ${r.streams.item_added + r.streams.unread_changed} / ${r.streams.reconnects} / ${r.streams.stale} |`,
   );
 }
 const table = lines.join('\n');
@@ -463,6 +475,10 @@ const problems = results.flatMap((r) => [
   ...(r.digest_mismatch > 0 ? [`${r.scenario}: ${r.digest_mismatch} users' digest counts do not add up: ${r.unwanted_why.slice(0, 3).join('; ')}`] : []),
   ...(r.unwanted > 0 ? [`${r.scenario}: ${r.unwanted} sends the user did not want (a suppressed row sent, or pushes over the cap)`] : []),
   ...(r.phantom > 0 ? [`${r.scenario}: ${r.phantom} messages for events never committed`] : []),
+  ...(r.streams.stale > 0
+    ? [`${r.scenario}: ${r.streams.stale} WatchInbox streams ended showing other counts than GetUnreadCount: ${r.streams.stale_why.slice(0, 3).join('; ')}`]
+    : []),
+  ...(r.streams.foreign > 0 ? [`${r.scenario}: ${r.streams.foreign} stream events carried another user's item`] : []),
   ...(r.user_visible_duplicates > 0 ? [`${r.scenario}: ${r.user_visible_duplicates} events reached a user twice`] : []),
   ...r.secret_leaks.map((l) => `${r.scenario}: secret in logs: ${l}`),
 ]);

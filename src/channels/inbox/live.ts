@@ -51,6 +51,17 @@ export class InboxLiveHub {
       }
       for (const w of set) w.onChange(change);
     });
+    // Messages published while the subscriber was away (Redis restarted, a failover) are gone: once it is back and
+    // resubscribed, every open stream re-reads its counts instead of waiting for the user's next change.
+    let dropped = false;
+    subscriber.on('close', () => {
+      dropped = true;
+    });
+    subscriber.on('ready', () => {
+      if (!dropped) return;
+      dropped = false;
+      for (const set of this.watchers.values()) for (const w of set) w.onChange({ type: 'changed' });
+    });
   }
 
   get streams(): number {

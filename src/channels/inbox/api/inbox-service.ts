@@ -6,7 +6,7 @@ import { describeError } from '../../../platform/errors.ts';
 import type { InboxItem, InboxOwner, InboxStore, UnreadCount } from '../store.ts';
 import { decodePageToken, encodePageToken } from './page-token.ts';
 import type { InboxLiveHub } from '../live.ts';
-import { watchInboxHandler } from './watch.ts';
+import { refuseStream, watchInboxHandler } from './watch.ts';
 import { filterOf, idsOf, InvalidRequest, kindsOf, ownerOf, pageSizeOf, upToIdOf } from './requests.ts';
 
 export const INBOX_PROTO = fileURLToPath(new URL('../../../../proto/notice/inbox/v1/inbox.proto', import.meta.url));
@@ -147,7 +147,7 @@ export async function addInboxService(
     ? { WatchInbox: watchInboxHandler({ store, hub: live.hub, unread, toNotification, logger, grpc: grpcJs }) }
     : {
         WatchInbox: (call: grpc.ServerWritableStream<any, any>) =>
-          call.destroy(Object.assign(new Error('live inbox events are off (inbox.live_events)'), { code: grpcJs.status.UNIMPLEMENTED })),
+          refuseStream(call, grpcJs.status.UNIMPLEMENTED, 'live inbox events are off (inbox.live_events)'),
       };
   server.addService(pkg.notice.inbox.v1.InboxService.service, { ...unary, ...streaming });
   return definition;

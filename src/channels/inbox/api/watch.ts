@@ -5,7 +5,10 @@ import type { InboxChange, InboxLiveHub } from '../live.ts';
 import type { InboxItem, InboxOwner, InboxStore } from '../store.ts';
 import { InvalidRequest, ownerOf } from './requests.ts';
 
-/** Changes within this long become one event: a burst of 200 items is a few events a second, not 200. */
+/**
+ * At most one event per stream this often: a burst of 200 items is a few events a second, not 200. The first change
+ * after a quiet spell goes out at once (leading edge), so a single new item is not held back by the window.
+ */
 export const COALESCE_MS = 250;
 
 /**
@@ -26,23 +29,22 @@ export function watchInboxHandler(deps: {
     try {
       owner = ownerOf(call.request?.caller);
     } catch (err) {
-      if (err instanceof InvalidRequest)
-        return call.destroy(Object.assign(new Error(err.message), { code: deps.grpc.status.INVALID_ARGUMENT, details: err.message }));
+      if (err instanceof InvalidRequest) return refuseStream(call, deps.grpc.status.INVALID_ARGUMENT, err.message);
       throw err;
     }
     let closed = false;
     let timer: NodeJS.Timeout | null = null;
     let added: string[] = [];
     let flushing = Promise.resolve();
+    let lastFlushAt = Number.NEGATIVE_INFINITY;
     const flush = async () => {
       timer = null;
+      lastFlushAt = Date.now();
       const ids = added;
       added = [];
       try {
-        const unread = await deps.unread(owner);
-        if (closed) return;
         const newest = ids.reduce((a, b) => (BigInt(b) > BigInt(a) ? b : a), ids[0] ?? '0');
-        const item = ids.length > 0 ? await store.item(owner, newest) : null;
+        const [unread, item] = await Promise.all([deps.unread(owner), ids.length > 0 ? store.item(owner, newest) : null]);
         if (closed) return;
         if (item) call.write({ item_added: { notification: deps.toNotification(item), added_count: ids.length, unread } });
         else call.write({ unread_changed: unread });
@@ -52,12 +54,14 @@ export function watchInboxHandler(deps: {
     };
     const onChange = (change: InboxChange) => {
       if (change.type === 'added') added.push(change.id);
-      if (!timer && !closed) timer = setTimeout(() => (flushing = flushing.then(flush)), COALESCE_MS);
+      if (timer || closed) return;
+      const wait = Math.max(0, lastFlushAt + COALESCE_MS - Date.now());
+      timer = setTimeout(() => (flushing = flushing.then(flush)), wait);
     };
     const stop = await hub.watch(owner, onChange);
     if (!stop) {
       const details = `this inbox API process holds its limit of ${hub.maxStreams} watch streams (inbox.api_max_watch_streams); reconnect with backoff`;
-      return call.destroy(Object.assign(new Error(details), { code: deps.grpc.status.RESOURCE_EXHAUSTED, details }));
+      return refuseStream(call, deps.grpc.status.RESOURCE_EXHAUSTED, details);
     }
     const end = () => {
       if (closed) return;
@@ -75,7 +79,15 @@ export function watchInboxHandler(deps: {
       end();
       logger.warn({ err: describeError(err) }, 'inbox watch: snapshot failed');
       const details = 'the inbox is unavailable; retry';
-      call.destroy(Object.assign(new Error(details), { code: deps.grpc.status.UNAVAILABLE, details }));
+      refuseStream(call, deps.grpc.status.UNAVAILABLE, details);
     }
   };
+}
+
+/**
+ * Ends a server stream with an error status. Emitting 'error' is how grpc-js sends the status; `destroy(err)` looks
+ * the same but never sends it (the stream is gone before its final step), so the client waits forever.
+ */
+export function refuseStream(call: grpc.ServerWritableStream<any, any>, code: grpc.status, details: string): void {
+  call.emit('error', Object.assign(new Error(details), { code, details }));
 }
