@@ -10,26 +10,30 @@ import type { NoticeProcess } from '../cli/run-roles.ts';
 import { INBOX_PROTO } from '../src/channels/inbox/api/inbox-service.ts';
 
 let env: TestEnv | undefined;
-let proc: NoticeProcess | undefined;
+let procs: NoticeProcess[] = [];
 let client: any;
 afterEach(async () => {
   client?.close();
-  await proc?.stop();
+  for (const p of procs) await p.stop();
   await env?.close();
-  client = proc = env = undefined;
+  client = env = undefined;
+  procs = [];
 });
 
 const unaryCall = (method: string, request: unknown) => unary(client, method, request);
 const caller = (user: string) => ({ app_code: 'lalu', user_id: user });
 
 describe('reading inbox items marks the IM conversation read (admin_set_msg_read), off the gRPC path', () => {
-  it('several reads in a window are one call at its end, for that user, with the admin as peer; Tencent failures are retried, never returned', async () => {
+  it('several reads in a window are one call at its end, made by deliver, for that user, with the admin as peer; Tencent failures are retried, never returned', async () => {
     const port = await freePort();
     env = await createTestEnv({
       inbox: { enabled: true, api_port: port, im_read_sync: { window: '500ms' } },
       activity_notice_worker: { enabled: true, poll_interval: '50ms' },
     });
-    proc = await startPipeline(env.config, ['ingest', 'deliver', 'inbox-api']);
+    // The API in a process of its own: it only notes who read; the call is deliver's (the API holds no Tencent key).
+    procs.push(await startPipeline(env.config, ['inbox-api']));
+    let deliver = await startPipeline(env.config, ['ingest', 'deliver']);
+    procs.push(deliver);
     const pkg = grpc.loadPackageDefinition(await protoLoader.load(INBOX_PROTO, { keepCase: true, longs: String, defaults: true })) as any;
     client = new pkg.notice.inbox.v1.InboxService(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
     await insertActivityRows(
@@ -51,6 +55,9 @@ describe('reading inbox items marks the IM conversation read (admin_set_msg_read
     );
     const ids = items.notifications.map((n: any) => n.id);
 
+    // Deliver stops: reads are noted, and nothing calls Tencent until a deliver process runs again.
+    await deliver.stop();
+    procs = procs.filter((p) => p !== deliver);
     // Tencent answers the first two calls with a gateway error: the gRPC answers are unaffected.
     env.fakeIm.setReadFaults({ http_errors: 2 });
     await unaryCall('MarkNotificationsRead', { caller: caller('73001'), ids: [ids[0]] });
@@ -60,6 +67,10 @@ describe('reading inbox items marks the IM conversation read (admin_set_msg_read
     expect(env.fakeIm.getReadStats().requests).toBe(0);
     // Not a read: no sync for 73002.
     await unaryCall('GetUnreadCount', { caller: caller('73002') });
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(env.fakeIm.getReadStats().requests).toBe(0);
+    deliver = await startPipeline(env.config, ['deliver']);
+    procs.push(deliver);
 
     await waitFor(
       async () => env!.fakeIm.readMarksReceived(),

@@ -10,6 +10,7 @@ import type { ChannelOutcome, DeliveryChannel } from '../types.ts';
 import { factHash, InboxStore, type NewInboxItem } from './store.ts';
 import { InboxSweeper } from './sweeper.ts';
 import { publishInboxChanges } from './live.ts';
+import { createReadSync } from './read-sync-setup.ts';
 import { describeError } from '../../platform/errors.ts';
 
 /** When an item of this kind expires (retention per kind, `default` for the rest; 0 = only the cap removes it). */
@@ -25,6 +26,9 @@ export function expiryFor(retention: InboxConfig['retention'], kind: string, cre
  */
 export function inboxChannel(ctx: ChannelContext, store = new InboxStore(ctx.pool), now: () => number = Date.now): DeliveryChannel {
   const config = ctx.config.inbox;
+  // Users who read inbox items get their IM conversation marked read from here (the API only notes who read).
+  const readSync = config.im_read_sync.enabled && ctx.config.tencent_im.enabled ? createReadSync(ctx.config, ctx.redis, ctx.logger) : null;
+  readSync?.start();
   const sweeper = new InboxSweeper(store, config, ctx.logger, ctx.metrics);
   const slot = groupCommit();
   const loader = new DataLoader<NewInboxItem, ChannelOutcome, string>((items) => slot.track(insertBatch(items)), {
@@ -111,6 +115,9 @@ export function inboxChannel(ctx: ChannelContext, store = new InboxStore(ctx.poo
     },
     maintain: (nowMs) => sweeper.sweep(nowMs),
     maintainEveryMs: config.sweep_interval,
+    async close() {
+      readSync?.close();
+    },
   };
 }
 

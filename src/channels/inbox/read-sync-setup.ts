@@ -7,7 +7,7 @@ import { SendPacer } from '../../tencent-im/send-pacer.ts';
 import { appRest } from '../../tencent-im/app-rest.ts';
 import { ImReadSync, type ReadSyncApp } from './read-sync.ts';
 
-/** The read sync of an inbox API process: per Tencent app, its own REST client and its own pacer for the call. */
+/** Deliver's IM read sync: per Tencent app, its own REST client and its own pacer for the call. */
 export function createReadSync(config: NoticeConfig, redis: Redis, logger: Logger): ImReadSync {
   const im = config.tencent_im;
   const sync = config.inbox.im_read_sync;
@@ -22,5 +22,13 @@ export function createReadSync(config: NoticeConfig, redis: Redis, logger: Logge
       pacer: new SendPacer(redis, config.redis.prefix, sync.rate_limit_per_second, () => undefined, `tencent-im-read${app.pacerScope}`),
     });
   }
-  return new ImReadSync({ redis, prefix: config.redis.prefix, apps, windowMs: sync.window, retryDelaysMs: [1000, 2000, 4000], logger });
+  // Polled a few times per window, so a sync runs at most a quarter window after it falls due.
+  return new ImReadSync({
+    redis,
+    prefix: config.redis.prefix,
+    apps,
+    pollMs: Math.max(100, Math.floor(sync.window / 4)),
+    retryDelaysMs: [1000, 2000, 4000],
+    logger,
+  });
 }

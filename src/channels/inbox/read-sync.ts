@@ -3,7 +3,6 @@ import type { Logger } from 'pino';
 import { describeError } from '../../platform/errors.ts';
 import type { RestFailure, RestOk } from '../../tencent-im/rest.ts';
 import type { InboxOwner } from './store.ts';
-import { userTag } from './live.ts';
 
 /** One Tencent app's side of the sync: its REST call, the account its notices come from, and its pacer. */
 export interface ReadSyncApp {
@@ -14,40 +13,85 @@ export interface ReadSyncApp {
   close?(): void;
 }
 
+/** The Redis sorted set of users whose IM conversation is due to be marked read, scored by when. */
+export function readSyncDueKey(prefix: string): string {
+  return `${prefix}:im-read-due`;
+}
+
 /**
- * When a user reads inbox items, the C2C conversation their notices came through is marked read in Tencent IM too
- * (`admin_set_msg_read`), so the IM badge agrees with the inbox. Best effort and off the gRPC path: at most one call
- * per user per window across API processes (a Redis NX key), made at the window's end so it covers every read in it,
- * paced under the app's quota, retried a few times; a failure is logged, never returned to the caller.
+ * The inbox API's half of the IM read sync: it only notes, in one Redis command, that a user read something. The
+ * first read in a window fixes when the sync runs (NX), so one call covers every read of that window. The Tencent
+ * call itself is made by deliver (ImReadSync): the process the gateway reaches holds no Tencent key.
+ */
+export class ReadSyncRequests {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    private readonly windowMs: number,
+    private readonly logger: Logger,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  readBy(owner: InboxOwner): void {
+    this.redis
+      .zadd(readSyncDueKey(this.prefix), 'NX', this.now() + this.windowMs, JSON.stringify([owner.appCode, owner.userId]))
+      .catch((err) => this.logger.warn({ err: describeError(err) }, 'IM read sync not scheduled (Redis); skipped'));
+  }
+}
+
+/** Takes the due members off the set in one step, so two deliver processes never both call for one user. */
+const TAKE_DUE = `local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+if #due > 0 then redis.call('ZREM', KEYS[1], unpack(due)) end
+return due`;
+
+/**
+ * Deliver's half: when a user reads inbox items, the C2C conversation their notices came through is marked read in
+ * Tencent IM too (`admin_set_msg_read`), so the IM badge agrees with the inbox. Best effort: due users are taken off
+ * the set every `pollMs`, paced under the app's quota, retried a few times; a failure is logged, and a sync lost
+ * with Redis or with this process is not made good (the next read schedules another).
  */
 export class ImReadSync {
   private readonly timers = new Set<NodeJS.Timeout>();
+  private poller: NodeJS.Timeout | null = null;
   private closed = false;
-  readonly stats = { scheduled: 0, synced: 0, failed: 0 };
+  readonly stats = { taken: 0, synced: 0, failed: 0 };
 
   constructor(
     private readonly deps: {
       redis: Redis;
       prefix: string;
       apps: ReadonlyMap<string, ReadSyncApp>;
-      windowMs: number;
+      pollMs: number;
       retryDelaysMs: readonly number[];
       logger: Logger;
+      now?: () => number;
     },
   ) {}
 
-  /** The owner read something: sync their IM conversation at the end of this window, unless a call is already due. */
-  readBy(owner: InboxOwner): void {
-    void this.schedule(owner).catch((err) => this.deps.logger.warn({ err: describeError(err) }, 'IM read sync not scheduled (Redis); skipped'));
+  start(): void {
+    const tick = () => {
+      void this.takeDue()
+        .catch((err) => this.deps.logger.warn({ err: describeError(err) }, 'IM read sync: due users not read (Redis); trying again'))
+        .finally(() => {
+          if (!this.closed) this.poller = setTimeout(tick, this.deps.pollMs);
+        });
+    };
+    this.poller = setTimeout(tick, this.deps.pollMs);
   }
 
-  private async schedule(owner: InboxOwner): Promise<void> {
-    const app = this.deps.apps.get(owner.appCode);
-    if (!app || this.closed) return;
-    const first = await this.deps.redis.set(`${this.deps.prefix}:im-read:${userTag(owner)}`, '1', 'PX', this.deps.windowMs, 'NX');
-    if (first !== 'OK') return;
-    this.stats.scheduled++;
-    this.later(this.deps.windowMs, () => this.sync(owner, app, 0));
+  private async takeDue(): Promise<void> {
+    const now = (this.deps.now ?? Date.now)();
+    const due = (await this.deps.redis.eval(TAKE_DUE, 1, readSyncDueKey(this.deps.prefix), now, 200)) as string[];
+    for (const member of due) {
+      this.stats.taken++;
+      const owner = ownerOfMember(member);
+      const app = owner ? this.deps.apps.get(owner.appCode) : undefined;
+      if (!owner || !app) {
+        this.deps.logger.warn({ member: member.slice(0, 100) }, 'IM read sync for an app this deployment has no Tencent account for; skipped');
+        continue;
+      }
+      void this.sync(owner, app, 0);
+    }
   }
 
   private later(ms: number, run: () => Promise<void>): void {
@@ -87,8 +131,19 @@ export class ImReadSync {
 
   close(): void {
     this.closed = true;
+    if (this.poller) clearTimeout(this.poller);
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     for (const app of this.deps.apps.values()) app.close?.();
+  }
+}
+
+/** A member of the due set back to its owner; anything else (a hand-written member) is null. */
+function ownerOfMember(member: string): InboxOwner | null {
+  try {
+    const [appCode, userId] = JSON.parse(member) as unknown[];
+    return typeof appCode === 'string' && typeof userId === 'string' ? { appCode, userId } : null;
+  } catch {
+    return null;
   }
 }

@@ -1,7 +1,7 @@
 import { describeError } from '../../../platform/errors.ts';
 import { createRedis, type Redis } from '../../../platform/redis.ts';
 import { InboxLiveHub, publishInboxChanges } from '../live.ts';
-import type { ImReadSync } from '../read-sync.ts';
+import { ReadSyncRequests } from '../read-sync.ts';
 import type { InboxOwner } from '../store.ts';
 import { readFileSync } from 'node:fs';
 import type * as grpc from '@grpc/grpc-js';
@@ -67,11 +67,11 @@ export class InboxApiServer implements Role {
     private readonly preferences?: PreferenceGrid,
     /** Where live events travel (WatchInbox): the deployment's Redis and key prefix. */
     private readonly redis?: { url: string; prefix: string; cluster: boolean },
-    /** Marks users' IM conversations read when they read inbox items (over the publisher connection); none: off. */
-    private readonly readSyncOf?: (redis: Redis) => ImReadSync | null,
+    /** Whether reads are noted for the IM read sync (deliver marks the users' IM conversations read). */
+    private readonly readSyncOn = false,
   ) {}
 
-  private readSync: ImReadSync | null = null;
+  private readSync: ReadSyncRequests | null = null;
 
   /** Redis only carries live events and the read sync here: an outage is one warning, not an error per retry. */
   private quietRedis(redis: Redis): Redis {
@@ -116,9 +116,9 @@ export class InboxApiServer implements Role {
           ),
       };
     }
-    if (this.redis && this.readSyncOf) {
+    if (this.redis && this.readSyncOn) {
       this.publisher ??= this.quietRedis(createRedis(this.redis.url, 'producer', { cluster: this.redis.cluster }));
-      this.readSync = this.readSyncOf(this.publisher);
+      this.readSync = new ReadSyncRequests(this.publisher, this.redis.prefix, config.im_read_sync.window, this.logger);
     }
     const readSync = this.readSync;
     const definitions = [
@@ -179,7 +179,6 @@ export class InboxApiServer implements Role {
     }
     await this.pool?.end();
     this.pool = null;
-    this.readSync?.close();
     this.readSync = null;
     await this.hub?.close();
     this.hub = null;
