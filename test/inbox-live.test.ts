@@ -10,6 +10,7 @@ import { insertActivityRows, type ActivityRow } from './helpers/activity.ts';
 import { PrivateRedis } from './helpers/redis-server.ts';
 import type { NoticeProcess } from '../cli/run-roles.ts';
 import { InboxStore } from '../src/channels/inbox/store.ts';
+import { publishInboxChanges } from '../src/channels/inbox/live.ts';
 import { INBOX_PROTO } from '../src/channels/inbox/api/inbox-service.ts';
 import type { NoticeConfig } from '../src/config/schema.ts';
 
@@ -232,6 +233,51 @@ describe('WatchInbox: the gateway learns of changes as they happen, across proce
       (e) => e.event === 'unread_changed' && e.unread_changed.count === 0,
       10_000,
       'the stream re-read its counts after the subscriber came back',
+    );
+    stream.cancel();
+  });
+
+  it('a change whose state cannot be read at once (MySQL busy) still reaches the stream, later', async () => {
+    const port = await freePort();
+    env = await createTestEnv({ inbox: { enabled: true, api_port: port, api_query_timeout: '300ms' } });
+    procs.push(await startPipeline(env.config, ['inbox-api']));
+    const client = new (await load(INBOX_PROTO)).InboxService(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    clients.push(client);
+    const stream = watch(client, '75001');
+    await waitFor(
+      async () => stream.events.length,
+      (n) => n === 1,
+      5_000,
+      'snapshot',
+    );
+    // The table is locked (as a long migration or a backup might): the stream's reads time out until it is released.
+    const conn = await env.notice.getConnection();
+    try {
+      await conn.query('LOCK TABLES notice_inbox_items WRITE');
+      const owner = { appCode: 'lalu', userId: '75001' };
+      const fact = { sourceName: 'activity', appCode: 'lalu', sourceEventId: 'busy_1' };
+      const ids = await new InboxStore(conn as never).insert([
+        {
+          ...owner,
+          fact,
+          noticeKind: 'activity_notice',
+          eventType: 'SystemNotice',
+          payload: '{"event_id":"busy_1"}',
+          createdAtMs: Date.now(),
+          expireAtMs: null,
+        },
+      ]);
+      await publishInboxChanges(env.redis, env.config.redis.prefix, [{ owner, change: { type: 'added', id: [...ids.values()][0]! } }]);
+      await new Promise((r) => setTimeout(r, 1500));
+    } finally {
+      await conn.query('UNLOCK TABLES');
+      conn.release();
+    }
+    await waitFor(
+      async () => stream.events.at(-1)!.event,
+      (e) => e.event === 'item_added' && e.item_added.unread.count === 1,
+      10_000,
+      'item_added once MySQL answers again',
     );
     stream.cancel();
   });

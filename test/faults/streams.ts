@@ -36,6 +36,13 @@ export class StreamWatchers {
   private readonly streamClients: any[] = [];
   private readonly calls = new Map<string, grpc.ClientReadableStream<any>>();
   private readonly last = new Map<string, Unread>();
+  /** Each user's stream story (the first few entries), printed for a stale stream. */
+  private readonly story = new Map<string, string[]>();
+  private readonly openedAt = Date.now();
+  private tell(user: string, what: string): void {
+    const s = this.story.get(user) ?? this.story.set(user, []).get(user)!;
+    if (s.length < 12) s.push(`${Date.now() - this.openedAt}ms ${what}`);
+  }
   private stopped = false;
   private readonly counts: Omit<StreamCounts, 'stale' | 'stale_why'> = {
     users: 0,
@@ -90,18 +97,22 @@ export class StreamWatchers {
       if (e.snapshot) {
         this.counts.snapshots++;
         this.last.set(user, pick(e.snapshot.unread));
+        this.tell(user, `snapshot ${pick(e.snapshot.unread).count}`);
       } else if (e.item_added) {
         this.counts.item_added++;
         this.last.set(user, pick(e.item_added.unread));
+        this.tell(user, `item_added ${pick(e.item_added.unread).count}`);
         const eventId = String(JSON.parse(e.item_added.notification.data_json).event_id ?? '');
         if (this.userOfEvent(eventId) !== user) this.counts.foreign++;
       } else if (e.unread_changed) {
         this.counts.unread_changed++;
         this.last.set(user, pick(e.unread_changed));
+        this.tell(user, `unread_changed ${pick(e.unread_changed).count}`);
       }
     });
-    call.on('error', () => {
+    call.on('error', (err: grpc.ServiceError) => {
       if (this.stopped) return;
+      this.tell(user, `error ${err.code}`);
       this.counts.reconnects++;
       setTimeout(() => this.watch(user), 300);
     });
@@ -123,7 +134,9 @@ export class StreamWatchers {
         const truth = pick(answer.unread);
         const seen = this.last.get(user);
         if (!seen || seen.count !== truth.count || seen.capped !== truth.capped)
-          why.push(`${user}: stream ${seen ? `${seen.count}${seen.capped ? '+' : ''}` : 'nothing'}, GetUnreadCount ${truth.count}${truth.capped ? '+' : ''}`);
+          why.push(
+            `${user}: stream ${seen ? `${seen.count}${seen.capped ? '+' : ''}` : 'nothing'}, GetUnreadCount ${truth.count}${truth.capped ? '+' : ''} (stream: ${(this.story.get(user) ?? []).join(', ')})`,
+          );
       }
       if (why.length === 0 || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 500));

@@ -37,6 +37,7 @@ export function watchInboxHandler(deps: {
     let added: string[] = [];
     let flushing = Promise.resolve();
     let lastFlushAt = Number.NEGATIVE_INFINITY;
+    let failures = 0;
     const flush = async () => {
       timer = null;
       lastFlushAt = Date.now();
@@ -46,17 +47,25 @@ export function watchInboxHandler(deps: {
         const newest = ids.reduce((a, b) => (BigInt(b) > BigInt(a) ? b : a), ids[0] ?? '0');
         const [unread, item] = await Promise.all([deps.unread(owner), ids.length > 0 ? store.item(owner, newest) : null]);
         if (closed) return;
+        failures = 0;
         if (item) call.write({ item_added: { notification: deps.toNotification(item), added_count: ids.length, unread } });
         else call.write({ unread_changed: unread });
       } catch (err) {
-        logger.warn({ err: describeError(err) }, 'inbox watch: could not read the new state; the next change or a reconnect brings it');
+        // The change is not dropped (the user may change nothing more for hours): the stream tries again, backing off.
+        added = [...ids, ...added];
+        failures++;
+        if (failures === 1 || failures % 10 === 0)
+          logger.warn({ err: describeError(err), failures }, 'inbox watch: could not read the new state; trying again');
+        schedule(Math.min(5000, COALESCE_MS * 2 ** failures));
       }
+    };
+    const schedule = (waitMs: number) => {
+      if (timer || closed) return;
+      timer = setTimeout(() => (flushing = flushing.then(flush)), waitMs);
     };
     const onChange = (change: InboxChange) => {
       if (change.type === 'added') added.push(change.id);
-      if (timer || closed) return;
-      const wait = Math.max(0, lastFlushAt + COALESCE_MS - Date.now());
-      timer = setTimeout(() => (flushing = flushing.then(flush)), wait);
+      schedule(Math.max(0, lastFlushAt + COALESCE_MS - Date.now()));
     };
     const stop = await hub.watch(owner, onChange);
     if (!stop) {
