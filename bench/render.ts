@@ -193,6 +193,96 @@ export function renderMarkdown(r: Record<string, any>): string {
         );
     out.push('');
   }
+  if (r.cost) {
+    const c = r.cost;
+    out.push(
+      `**Cost per notice** (issue 37; 1 ingest × 1 deliver, ${c.events} facts preloaded, rate limit off; this tree against \`${String(c.baseline_commit).slice(0, 7)}\` built from git, alternating run by run; medians of each column, every run's events/s in brackets)`,
+      '',
+      '| variant | measure | before | now | now / before |',
+      '| ------- | ------- | ------ | --- | ------------ |',
+    );
+    for (const variant of ['c2c', 'c2c_inbox_push']) {
+      const v = c[variant];
+      if (!v) continue;
+      const rows: Array<[string, string, string, unknown]> = [
+        [
+          'events/s',
+          `${v.baseline.events_per_second} (${v.baseline.runs_events_per_second.join(', ')})`,
+          `${v.current.events_per_second} (${v.current.runs_events_per_second.join(', ')})`,
+          v.ratio_current_to_baseline.events_per_second,
+        ],
+        ['deliveries/s', String(v.baseline.deliveries_per_second), String(v.current.deliveries_per_second), ''],
+        [
+          'deliver CPU ms/event',
+          `${v.baseline.cpu_ms_per_event.deliver} (${v.baseline.runs_deliver_cpu_ms_per_event.join(', ')})`,
+          `${v.current.cpu_ms_per_event.deliver} (${v.current.runs_deliver_cpu_ms_per_event.join(', ')})`,
+          v.ratio_current_to_baseline.deliver_cpu_ms_per_event,
+        ],
+        [
+          'ingest CPU ms/event',
+          String(v.baseline.cpu_ms_per_event.ingest),
+          String(v.current.cpu_ms_per_event.ingest),
+          v.ratio_current_to_baseline.ingest_cpu_ms_per_event,
+        ],
+        [
+          'MariaDB / Redis CPU ms/event',
+          `${v.baseline.cpu_ms_per_event.mariadb} / ${v.baseline.cpu_ms_per_event.redis}`,
+          `${v.current.cpu_ms_per_event.mariadb} / ${v.current.cpu_ms_per_event.redis}`,
+          '',
+        ],
+        [
+          'Redis commands/event',
+          String(v.baseline.redis_commands_per_event),
+          String(v.current.redis_commands_per_event),
+          v.ratio_current_to_baseline.redis_commands_per_event,
+        ],
+        [
+          'MySQL statements/event',
+          String(v.baseline.mysql_statements_per_event),
+          String(v.current.mysql_statements_per_event),
+          v.ratio_current_to_baseline.mysql_statements_per_event,
+        ],
+        ['peak RSS MB', JSON.stringify(v.baseline.peak_rss_mb), JSON.stringify(v.current.peak_rss_mb), ''],
+      ];
+      for (const [measure, before, now, ratio] of rows) out.push(`| ${variant} | ${measure} | ${before} | ${now} | ${ratio} |`);
+    }
+    out.push('');
+    for (const variant of ['c2c', 'c2c_inbox_push']) {
+      const v = c[variant];
+      if (!v) continue;
+      const top = (m: Record<string, number>) =>
+        Object.entries(m)
+          .slice(0, 12)
+          .map(([k, n]) => `${k} ${n}`)
+          .join(', ');
+      out.push(
+        `Redis commands per event by name, ${variant} — before: ${top(v.baseline.redis_commands_by_name)}; now: ${top(v.current.redis_commands_by_name)}.`,
+        '',
+      );
+    }
+  }
+  if (r.soak) {
+    const k = r.soak;
+    out.push(
+      `**Memory soak** (issue 37; 80 facts/s: 60 wallet → C2C, 20 activity → C2C, inbox and push; 1 ingest, 2 deliver; Redis is this prefix's alone; before = \`${String(k.baseline_commit).slice(0, 7)}\`)`,
+      '',
+    );
+    out.push(
+      '| tree | minutes | Redis MB at minute 3 → end (growth) | kept jobs at the end | bytes per kept job | RSS MB at the end | C2C p99 ms first → last sample | lost |',
+    );
+    out.push(
+      '| ---- | ------- | ----------------------------------- | -------------------- | ------------------ | ----------------- | ------------------------------ | ---- |',
+    );
+    for (const tree of ['baseline', 'current']) {
+      const s = k[tree];
+      if (!s) continue;
+      const three = s.samples.find((x: any) => x.minute >= 3) ?? s.samples[0];
+      out.push(
+        `| ${tree === 'baseline' ? 'before' : 'now'} | ${s.minutes} | ${three.redis_used_mb} → ${s.samples.at(-1).redis_used_mb} (${s.redis_growth_after_warmup}×) | ${s.kept_jobs} | ${s.bytes_per_kept_job ?? '–'} | ${JSON.stringify(s.samples.at(-1).rss_mb)} | ${s.samples[0].p99_ms} → ${s.samples.at(-1).p99_ms} | ${s.lost} |`,
+      );
+    }
+    out.push('');
+  }
   if (r.inbox_live) {
     const l = r.inbox_live;
     out.push(

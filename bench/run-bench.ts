@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: real notice-service processes against the local MariaDB, a private redis-server and fake-im
  * (answering after 20 ms, like a regional API). Prints a markdown table and writes bench/report.{md,json}.
- * BENCH_SMOKE=1 runs every phase tiny (seconds) to keep the bench working in CI; BENCH_ONLY=a,b picks phases (capacity, baseline, latency, latency_limited, ratelimit, overload, recovery, growth, inbox, push_batch, api_flood, apps, sparse, footprint, preferences, digest, inbox_live);
+ * BENCH_SMOKE=1 runs every phase tiny (seconds) to keep the bench working in CI; BENCH_ONLY=a,b picks phases (capacity, baseline, latency, latency_limited, ratelimit, overload, recovery, growth, inbox, push_batch, api_flood, apps, sparse, footprint, preferences, digest, inbox_live, cost, soak);
  * BENCH_RUNS sets the repetitions whose median is reported.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -25,6 +25,9 @@ import { kick, mqBody } from '../test/helpers/room.ts';
 import { waitFor } from '../test/helpers/env.ts';
 import { outboxWorker } from '../src/config/primitives.ts';
 import { RemoteFakeIm } from './remote-fake-im.ts';
+import { buildTree, COST_BASELINE_REF } from './baseline-tree.ts';
+import { costRun, summariseCost, type CostRun, type CostVariant } from './cost.ts';
+import { runSoak } from './soak.ts';
 
 const SMOKE = process.env.BENCH_SMOKE === '1';
 const RUNS = Number(process.env.BENCH_RUNS ?? (SMOKE ? 1 : 3));
@@ -49,7 +52,22 @@ function delta(a: Counters, b: Counters) {
     mysqlCpu: b.mysqlCpu - a.mysqlCpu,
     redisCommands: b.redisCommands - a.redisCommands,
     redisCpu: b.redisCpu - a.redisCpu,
+    redisCommandCalls: Object.fromEntries(
+      Object.entries(b.redisCommandCalls)
+        .map(([name, calls]) => [name, calls - (a.redisCommandCalls[name] ?? 0)] as const)
+        .filter(([, calls]) => calls > 0),
+    ),
   };
+}
+
+/** The commands behind "Redis commands per event", most frequent first (those over 0.1 per event). */
+function commandsPerEvent(calls: Record<string, number>, events: number): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(calls)
+      .map(([name, n]) => [name, Math.round((n / events) * 100) / 100] as const)
+      .filter(([, perEvent]) => perEvent >= 0.1)
+      .sort((x, y) => y[1] - x[1]),
+  );
 }
 
 /** 1. Capacity: drain a preloaded backlog with the rate limit off. */
@@ -82,6 +100,7 @@ async function capacity(ingest: number, deliver: number, events: number, overrid
       },
       mysql_statements_per_event: Math.round((d.questions / events) * 100) / 100,
       redis_commands_per_event: Math.round((d.redisCommands / events) * 100) / 100,
+      redis_commands_by_name: commandsPerEvent(d.redisCommandCalls, events),
       peak_rss_mb: Object.fromEntries(usage.map((u, i) => [`${u.role}#${i}`, u.peakRssMb])),
     };
   } finally {
@@ -581,6 +600,53 @@ if (want('digest')) {
 }
 
 /** Live inbox (issue 36): 10k WatchInbox streams on one inbox-api process, then 500 inserts/s for their users. */
+/**
+ * Cost per notice (issue 37): the capacity shape on this tree and on the tree before issue 37 (built from git),
+ * alternating run by run so both meet the same machine; C2C only, and C2C + inbox + push.
+ */
+if (want('cost')) {
+  const { bin, sha } = buildTree(process.env.BENCH_BASELINE_REF ?? COST_BASELINE_REF, log);
+  const events = SMOKE ? 300 : 20_000;
+  const variants: CostVariant[] = process.env.BENCH_COST_VARIANTS ? (process.env.BENCH_COST_VARIANTS.split(',') as CostVariant[]) : ['c2c', 'c2c_inbox_push'];
+  const out: Record<string, unknown> = { baseline_commit: sha, events };
+  for (const variant of variants) {
+    const runs: Record<'baseline' | 'current', CostRun[]> = { baseline: [], current: [] };
+    for (let i = 0; i < RUNS; i++)
+      for (const tree of ['baseline', 'current'] as const) {
+        log(`cost ${variant}: ${tree} tree, run ${i + 1}/${RUNS}, ${events} events`);
+        runs[tree].push(await costRun(variant, events, IM_LATENCY_MS, tree === 'baseline' ? bin : undefined));
+      }
+    const baseline = summariseCost(runs.baseline);
+    const current = summariseCost(runs.current);
+    const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
+    out[variant] = {
+      baseline,
+      current,
+      ratio_current_to_baseline: {
+        events_per_second: ratio(current.events_per_second, baseline.events_per_second),
+        deliver_cpu_ms_per_event: ratio(current.cpu_ms_per_event.deliver, baseline.cpu_ms_per_event.deliver),
+        ingest_cpu_ms_per_event: ratio(current.cpu_ms_per_event.ingest, baseline.cpu_ms_per_event.ingest),
+        redis_commands_per_event: ratio(current.redis_commands_per_event, baseline.redis_commands_per_event),
+        mysql_statements_per_event: ratio(current.mysql_statements_per_event, baseline.mysql_statements_per_event),
+      },
+    };
+  }
+  report.cost = out;
+}
+
+/** Memory that grows with traffic (issue 37): a soak on the baseline tree and on this one, one after the other. */
+if (want('soak')) {
+  const minutes = Number(process.env.BENCH_SOAK_MINUTES ?? (SMOKE ? 0.6 : 12));
+  const { bin, sha } = buildTree(process.env.BENCH_BASELINE_REF ?? COST_BASELINE_REF, log);
+  const trees = (process.env.BENCH_SOAK_TREES ?? 'baseline,current').split(',');
+  const soak: Record<string, unknown> = { baseline_commit: sha };
+  for (const tree of trees) {
+    log(`soak: ${tree} tree, ${minutes} min at 80 facts/s`);
+    soak[tree] = await runSoak(minutes, tree === 'baseline' ? bin : undefined, log);
+  }
+  report.soak = soak;
+}
+
 if (want('inbox_live')) {
   const size = SMOKE ? { streams: 200, rate: 100, seconds: 2 } : { streams: 10_000, rate: 500, seconds: 20 };
   log(`inbox_live: ${size.streams} streams, ${size.rate} inserts/s for ${size.seconds} s`);

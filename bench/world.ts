@@ -36,9 +36,12 @@ export interface Counters {
   redisCommands: number;
   redisCpu: number;
   redisUsedMemory: number;
+  /** Calls per Redis command so far (INFO commandstats; commands run inside Lua scripts count too). */
+  redisCommandCalls: Record<string, number>;
 }
 
-export async function createWorld(config: Record<string, unknown>, options: { fakeImApps?: FakeImApp[] } = {}): Promise<World> {
+/** `bin`: another tree's executable (bench/baseline-tree.ts), for a same-run comparison; default this tree's. */
+export async function createWorld(config: Record<string, unknown>, options: { fakeImApps?: FakeImApp[]; bin?: string } = {}): Promise<World> {
   const redis = new PrivateRedis(['--maxmemory-policy', 'noeviction']);
   const url = await redis.start();
   const env = await createTestEnv(
@@ -59,7 +62,7 @@ export async function createWorld(config: Record<string, unknown>, options: { fa
       // The processes run with the V8 setting the Docker image uses (NOTICE_NODE_OPTIONS overrides it).
       const nodeOptions = process.env.NOTICE_NODE_OPTIONS ?? '--max-semi-space-size=4';
       const nodeArgs = [...(process.env.BENCH_PROFILE === '1' ? ['--cpu-prof', '--cpu-prof-dir=.tmp/prof'] : []), ...benchNodeArgs()];
-      const proc = spawnNotice([role, '--config', env.configFile], { NODE_OPTIONS: nodeOptions }, nodeArgs);
+      const proc = spawnNotice([role, '--config', env.configFile], { NODE_OPTIONS: nodeOptions }, nodeArgs, options.bin);
       await waitForOutput(proc, /notice-service started/, 30_000);
       procs.push({ role, proc, cpuAtStart: cpuSeconds(proc.child.pid!) });
       return proc;
@@ -67,6 +70,9 @@ export async function createWorld(config: Record<string, unknown>, options: { fa
     async counters() {
       const [q] = await env.owner.query<RowDataPacket[]>("SHOW GLOBAL STATUS LIKE 'Questions'");
       const info = await stats.info();
+      const commandstats = await stats.info('commandstats');
+      const redisCommandCalls: Record<string, number> = {};
+      for (const m of commandstats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) redisCommandCalls[m[1]!] = Number(m[2]);
       return {
         atMs: Date.now(),
         mysqlQuestions: Number(q[0]?.Value ?? 0),
@@ -74,6 +80,7 @@ export async function createWorld(config: Record<string, unknown>, options: { fa
         redisCommands: Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? 0),
         redisCpu: cpuSeconds(redisServerPid),
         redisUsedMemory: Number(/used_memory:(\d+)/.exec(info)?.[1] ?? 0),
+        redisCommandCalls,
       };
     },
     async close() {

@@ -9,9 +9,9 @@ export interface Spawned {
   exited: Promise<number | null>;
 }
 
-/** Runs the real `notice-service` executable, capturing its stdout and stderr. */
-export function spawnNotice(args: string[], env: NodeJS.ProcessEnv = {}, nodeArgs: string[] = []): Spawned {
-  const child = spawn(process.execPath, [...nodeArgs, BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Runs the real `notice-service` executable (this tree's, or `bin` of another), capturing its stdout and stderr. */
+export function spawnNotice(args: string[], env: NodeJS.ProcessEnv = {}, nodeArgs: string[] = [], bin = BIN): Spawned {
+  const child = spawn(process.execPath, [...nodeArgs, bin, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));

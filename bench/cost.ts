@@ -1,0 +1,133 @@
+import type { RowDataPacket } from 'mysql2/promise';
+import { createWorld, PIPELINE, processUsage, type Counters, type World } from './world.ts';
+import { preload } from './writer.ts';
+import { median } from './proc-stats.ts';
+import { insertActivityRows, type ActivityRow } from '../test/helpers/activity.ts';
+
+/** One capacity run's cost: throughput and what each event cost every process and server. */
+export interface CostRun {
+  events: number;
+  deliveries: number;
+  events_per_second: number;
+  deliveries_per_second: number;
+  /** CPU per event, ms. */
+  cpu_ms_per_event: { ingest: number; deliver: number; mariadb: number; redis: number };
+  mysql_statements_per_event: number;
+  redis_commands_per_event: number;
+  redis_commands_by_name: Record<string, number>;
+  peak_rss_mb: Record<string, number>;
+}
+
+export type CostVariant = 'c2c' | 'c2c_inbox_push';
+
+/**
+ * Issue 37's capacity measure, for either tree: a backlog of `events` facts drained by one ingest and one deliver
+ * process, the rate limit off. `c2c`: wallet balance facts, one C2C message each (the capacity phase's shape).
+ * `c2c_inbox_push`: activity SystemNotice facts routed to C2C, the inbox and tencent_push (identical push content,
+ * so pushes batch), one user each. Timed from the deliver process's start to the last ledger row final.
+ */
+export async function costRun(variant: CostVariant, events: number, imLatencyMs: number, bin?: string): Promise<CostRun> {
+  const multi = variant === 'c2c_inbox_push';
+  const world = await createWorld(
+    {
+      ...PIPELINE,
+      ...(multi
+        ? {
+            wallet_notice_worker: { enabled: false },
+            activity_notice_worker: { enabled: true, poll_interval: '100ms', batch_size: 500, lock_ttl: '30s', max_retry_count: 10, gap_grace: '60s' },
+            inbox: { enabled: true, kinds: ['activity_notice'] },
+            tencent_push: { enabled: true, kinds: ['activity_notice'], rate_limit_per_second: 30 },
+          }
+        : {}),
+    },
+    { bin },
+  );
+  try {
+    world.env.fakeIm.setFaults({ delay_ms: imLatencyMs });
+    world.env.fakeIm.setPushFaults({ delay_ms: imLatencyMs });
+    if (multi) await preloadActivity(world, events);
+    else await preload(world.env.owner, world.env.config.wallet_database, events);
+    const deliveries = events * (multi ? 3 : 1);
+    await world.spawn('ingest');
+    const before = await world.counters();
+    const startedAt = Date.now();
+    await world.spawn('deliver');
+    await waitFinal(world, deliveries, 600_000);
+    const seconds = (Date.now() - startedAt) / 1000;
+    const after = await world.counters();
+    const usage = processUsage(world);
+    const perEvent = (cpuS: number) => Math.round((cpuS / events) * 1000 * 1000) / 1000;
+    return {
+      events,
+      deliveries,
+      events_per_second: Math.round(events / seconds),
+      deliveries_per_second: Math.round(deliveries / seconds),
+      cpu_ms_per_event: {
+        ingest: perEvent(usage.filter((u) => u.role === 'ingest').reduce((s, u) => s + u.cpu, 0)),
+        deliver: perEvent(usage.filter((u) => u.role === 'deliver').reduce((s, u) => s + u.cpu, 0)),
+        mariadb: perEvent(after.mysqlCpu - before.mysqlCpu),
+        redis: perEvent(after.redisCpu - before.redisCpu),
+      },
+      mysql_statements_per_event: Math.round(((after.mysqlQuestions - before.mysqlQuestions) / events) * 100) / 100,
+      redis_commands_per_event: Math.round(((after.redisCommands - before.redisCommands) / events) * 100) / 100,
+      redis_commands_by_name: commandsPerEvent(before, after, events),
+      peak_rss_mb: Object.fromEntries(usage.map((u, i) => [`${u.role}#${i}`, u.peakRssMb])),
+    };
+  } finally {
+    await world.close();
+  }
+}
+
+/** The commands behind "Redis commands per event" (INFO commandstats, script calls included), those ≥ 0.1 per event. */
+function commandsPerEvent(before: Counters, after: Counters, events: number): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(after.redisCommandCalls)
+      .map(([name, calls]) => [name, Math.round(((calls - (before.redisCommandCalls[name] ?? 0)) / events) * 100) / 100] as const)
+      .filter(([, perEvent]) => perEvent >= 0.1)
+      .sort((x, y) => y[1] - x[1]),
+  );
+}
+
+async function preloadActivity(world: World, events: number): Promise<void> {
+  const payload = { title_key: 'notice.maintenance.title', body_key: 'notice.maintenance.body', params: { minutes: 30 } };
+  for (let from = 0; from < events; from += 1000) {
+    const rows: ActivityRow[] = [];
+    for (let n = from; n < Math.min(events, from + 1000); n++)
+      rows.push({ event_id: `cost_${n}`, event_type: 'SystemNotice', user_id: String(600000 + n), payload, created_at_ms: Date.now() });
+    await insertActivityRows(world.env.owner, world.env.config.activity_database, rows);
+  }
+}
+
+const FINAL = "('delivered', 'delivered_unconfirmed', 'failed', 'superseded', 'suppressed', 'expired', 'skipped_read', 'digested', 'revoked')";
+
+async function waitFinal(world: World, rows: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const [r] = await world.env.notice.query<RowDataPacket[]>(`SELECT COUNT(*) AS n FROM notice_delivery_events WHERE status IN ${FINAL}`);
+    const n = Number(r[0]!.n);
+    if (n >= rows) return;
+    if (Date.now() > deadline) throw new Error(`cost: only ${n}/${rows} ledger rows final`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Medians of a variant's runs, and every run's throughput beside them. */
+export function summariseCost(runs: CostRun[]) {
+  const m = (pick: (r: CostRun) => number) => median(runs.map(pick));
+  return {
+    runs_events_per_second: runs.map((r) => r.events_per_second),
+    events_per_second: m((r) => r.events_per_second),
+    deliveries_per_second: m((r) => r.deliveries_per_second),
+    cpu_ms_per_event: {
+      ingest: m((r) => r.cpu_ms_per_event.ingest),
+      deliver: m((r) => r.cpu_ms_per_event.deliver),
+      mariadb: m((r) => r.cpu_ms_per_event.mariadb),
+      redis: m((r) => r.cpu_ms_per_event.redis),
+    },
+    runs_deliver_cpu_ms_per_event: runs.map((r) => r.cpu_ms_per_event.deliver),
+    mysql_statements_per_event: m((r) => r.mysql_statements_per_event),
+    redis_commands_per_event: m((r) => r.redis_commands_per_event),
+    redis_commands_by_name: runs[Math.floor(runs.length / 2)]!.redis_commands_by_name,
+    peak_rss_mb: runs.at(-1)!.peak_rss_mb,
+  };
+}
