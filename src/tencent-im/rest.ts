@@ -1,8 +1,6 @@
-import http from 'node:http';
-import https from 'node:https';
 import { randomInt } from 'node:crypto';
-import got, { type Got } from 'got';
 import type { Logger } from 'pino';
+import { HttpPoster, PostError } from './http-post.ts';
 import { classifyErrorCode, type ErrorClass } from './error-codes.ts';
 import type { UserSigCache } from './usersig.ts';
 
@@ -38,29 +36,18 @@ export interface RestFailure {
  * timpush/batch, which differ only in path, body and answer.
  */
 export class TencentRest {
-  private readonly http: Got;
-  private readonly agents: { http: http.Agent; https: https.Agent };
+  private readonly http: HttpPoster;
 
   constructor(
     private readonly options: TencentRestOptions,
     private readonly userSig: UserSigCache,
     private readonly logger?: Logger,
   ) {
-    // The agent's timeout closes only free sockets (Node's Agent destroys a timed-out socket only from its free
-    // list); a request in flight is bounded by requestTimeoutMs instead.
-    const idle = options.idleSocketTimeoutMs ?? 4000;
-    this.agents = {
-      http: new http.Agent({ keepAlive: true, maxSockets: options.maxSockets, timeout: idle }),
-      https: new https.Agent({ keepAlive: true, maxSockets: options.maxSockets, timeout: idle }),
-    };
-    this.http = got.extend({
-      prefixUrl: options.baseUrl.replace(/\/+$/, ''),
-      agent: this.agents,
-      timeout: { request: options.requestTimeoutMs },
-      retry: { limit: 0 }, // retries belong to the ledger and BullMQ, not to the HTTP call
-      throwHttpErrors: false,
-      responseType: 'text',
-      headers: { 'content-type': 'application/json' },
+    // No retries here: they belong to the ledger and BullMQ, not to the HTTP call.
+    this.http = new HttpPoster(new URL(options.baseUrl), {
+      maxSockets: options.maxSockets,
+      idleSocketTimeoutMs: options.idleSocketTimeoutMs ?? 4000,
+      timeoutMs: options.requestTimeoutMs,
     });
   }
 
@@ -90,11 +77,11 @@ export class TencentRest {
     const latency = () => Math.round(performance.now() - started);
     let response: { statusCode: number; body: string };
     try {
-      response = await this.http.post(path, { body, searchParams });
+      response = await this.http.post(`${path}?${searchParams}`, body);
     } catch (err) {
-      // got's errors carry the request URL (with the UserSig); keep only the code and a generic message.
-      const code = (err as { code?: string }).code ?? 'NETWORK';
-      const uploaded = (err as { timings?: { upload?: number } }).timings?.upload !== undefined;
+      // Only the code and a generic message: the request's URL carries the UserSig.
+      const code = err instanceof PostError ? err.code : 'NETWORK';
+      const uploaded = err instanceof PostError && err.uploaded;
       return {
         kind: 'retry',
         code,
@@ -131,7 +118,6 @@ export class TencentRest {
   }
 
   close(): void {
-    this.agents.http.destroy();
-    this.agents.https.destroy();
+    this.http.close();
   }
 }
