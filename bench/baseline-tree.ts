@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 /**
@@ -9,8 +9,9 @@ import { join, resolve } from 'node:path';
 export const COST_BASELINE_REF = 'b94fe5b';
 
 /**
- * Builds the tree at `ref` from git once into .tmp/trees/<sha> (git archive, this checkout's node_modules linked,
- * `npm run build`) and returns its `bin/notice-service.js`: the same processes, the other code, same run, same box.
+ * Builds the tree at `ref` from git once into .tmp/trees/<sha> (git archive, its own `npm ci` from its lockfile, as
+ * its dependencies may differ, then `npm run build`) and returns its `bin/notice-service.js`: the same processes,
+ * the other code, same run, same box.
  */
 export function buildTree(ref: string, log: (text: string) => void): { bin: string; sha: string } {
   const sha = execFileSync('git', ['rev-parse', '--verify', `${ref}^{commit}`], { encoding: 'utf8' }).trim();
@@ -21,7 +22,7 @@ export function buildTree(ref: string, log: (text: string) => void): { bin: stri
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   execFileSync('sh', ['-c', `git archive ${sha} | tar -x -C '${dir}'`]);
-  symlinkSync(resolve('node_modules'), join(dir, 'node_modules'), 'dir');
+  execFileSync('npm', ['ci', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
   return { bin, sha };
 }

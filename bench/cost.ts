@@ -13,6 +13,8 @@ export interface CostRun {
   /** CPU per event, ms. */
   cpu_ms_per_event: { ingest: number; deliver: number; mariadb: number; redis: number };
   mysql_statements_per_event: number;
+  /** Bytes MariaDB received per event (every client on the server: shared, so other work shows here too). */
+  mysql_bytes_per_event: number;
   redis_commands_per_event: number;
   redis_commands_by_name: Record<string, number>;
   peak_rss_mb: Record<string, number>;
@@ -69,6 +71,7 @@ export async function costRun(variant: CostVariant, events: number, imLatencyMs:
         redis: perEvent(after.redisCpu - before.redisCpu),
       },
       mysql_statements_per_event: Math.round(((after.mysqlQuestions - before.mysqlQuestions) / events) * 100) / 100,
+      mysql_bytes_per_event: Math.round((after.mysqlBytesReceived - before.mysqlBytesReceived) / events),
       redis_commands_per_event: Math.round(((after.redisCommands - before.redisCommands) / events) * 100) / 100,
       redis_commands_by_name: commandsPerEvent(before, after, events),
       peak_rss_mb: Object.fromEntries(usage.map((u, i) => [`${u.role}#${i}`, u.peakRssMb])),
@@ -126,6 +129,7 @@ export function summariseCost(runs: CostRun[]) {
     },
     runs_deliver_cpu_ms_per_event: runs.map((r) => r.cpu_ms_per_event.deliver),
     mysql_statements_per_event: m((r) => r.mysql_statements_per_event),
+    mysql_bytes_per_event: m((r) => r.mysql_bytes_per_event),
     redis_commands_per_event: m((r) => r.redis_commands_per_event),
     redis_commands_by_name: runs[Math.floor(runs.length / 2)]!.redis_commands_by_name,
     peak_rss_mb: runs.at(-1)!.peak_rss_mb,

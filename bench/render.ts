@@ -242,6 +242,7 @@ export function renderMarkdown(r: Record<string, any>): string {
           String(v.current.mysql_statements_per_event),
           v.ratio_current_to_baseline.mysql_statements_per_event,
         ],
+        ['MySQL bytes received/event', String(v.baseline.mysql_bytes_per_event ?? '–'), String(v.current.mysql_bytes_per_event ?? '–'), ''],
         ['peak RSS MB', JSON.stringify(v.baseline.peak_rss_mb), JSON.stringify(v.current.peak_rss_mb), ''],
       ];
       for (const [measure, before, now, ratio] of rows) out.push(`| ${variant} | ${measure} | ${before} | ${now} | ${ratio} |`);

@@ -611,11 +611,15 @@ if (want('cost')) {
   const out: Record<string, unknown> = { baseline_commit: sha, events };
   for (const variant of variants) {
     const runs: Record<'baseline' | 'current', CostRun[]> = { baseline: [], current: [] };
+    // BENCH_COST_TREES=current: this tree only (a profile, a quick look); the report then has no ratio to trust.
+    const trees = (process.env.BENCH_COST_TREES ?? 'baseline,current').split(',') as Array<'baseline' | 'current'>;
     for (let i = 0; i < RUNS; i++)
-      for (const tree of ['baseline', 'current'] as const) {
+      for (const tree of trees) {
         log(`cost ${variant}: ${tree} tree, run ${i + 1}/${RUNS}, ${events} events`);
         runs[tree].push(await costRun(variant, events, IM_LATENCY_MS, tree === 'baseline' ? bin : undefined));
       }
+    if (runs.baseline.length === 0) runs.baseline = runs.current;
+    if (runs.current.length === 0) runs.current = runs.baseline;
     const baseline = summariseCost(runs.baseline);
     const current = summariseCost(runs.current);
     const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;

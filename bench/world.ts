@@ -32,6 +32,8 @@ export interface World {
 export interface Counters {
   atMs: number;
   mysqlQuestions: number;
+  /** Bytes MariaDB received from clients so far (statements' text and parameters). */
+  mysqlBytesReceived: number;
   mysqlCpu: number;
   redisCommands: number;
   redisCpu: number;
@@ -69,6 +71,7 @@ export async function createWorld(config: Record<string, unknown>, options: { fa
     },
     async counters() {
       const [q] = await env.owner.query<RowDataPacket[]>("SHOW GLOBAL STATUS LIKE 'Questions'");
+      const [b] = await env.owner.query<RowDataPacket[]>("SHOW GLOBAL STATUS LIKE 'Bytes_received'");
       const info = await stats.info();
       const commandstats = await stats.info('commandstats');
       const redisCommandCalls: Record<string, number> = {};
@@ -76,6 +79,7 @@ export async function createWorld(config: Record<string, unknown>, options: { fa
       return {
         atMs: Date.now(),
         mysqlQuestions: Number(q[0]?.Value ?? 0),
+        mysqlBytesReceived: Number(b[0]?.Value ?? 0),
         mysqlCpu: mariadbPid ? cpuSeconds(mariadbPid) : NaN,
         redisCommands: Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? 0),
         redisCpu: cpuSeconds(redisServerPid),
