@@ -265,7 +265,7 @@ export function renderMarkdown(r: Record<string, any>): string {
   if (r.soak) {
     const k = r.soak;
     out.push(
-      `**Memory soak** (issue 37; 80 facts/s: 60 wallet → C2C, 20 activity → C2C, inbox and push; 1 ingest, 2 deliver; Redis is this prefix's alone; before = \`${String(k.baseline_commit).slice(0, 7)}\`)`,
+      `**Memory soak** (issue 37; 80 facts/s: 60 wallet → C2C, 20 activity → C2C, inbox and push; 1 ingest, 2 deliver; Redis is this prefix's alone; before = \`${String(k.baseline_commit).slice(0, 7)}\`${k.parallel ? '; both trees soaked side by side' : ''})`,
       '',
     );
     out.push(

@@ -644,10 +644,16 @@ if (want('soak')) {
   const { bin, sha } = buildTree(process.env.BENCH_BASELINE_REF ?? COST_BASELINE_REF, log);
   const trees = (process.env.BENCH_SOAK_TREES ?? 'baseline,current').split(',');
   const soak: Record<string, unknown> = { baseline_commit: sha };
-  for (const tree of trees) {
+  // Memory is the measure, so the trees may soak side by side (BENCH_SOAK_PARALLEL=1): each has its own Redis; the
+  // shared CPU slows both alike.
+  const one = async (tree: string) => {
     log(`soak: ${tree} tree, ${minutes} min at 80 facts/s`);
-    soak[tree] = await runSoak(minutes, tree === 'baseline' ? bin : undefined, log);
-  }
+    soak[tree] = await runSoak(minutes, tree === 'baseline' ? bin : undefined, (text) => log(`${tree}: ${text}`));
+  };
+  if (process.env.BENCH_SOAK_PARALLEL === '1') {
+    soak.parallel = true;
+    await Promise.all(trees.map(one));
+  } else for (const tree of trees) await one(tree);
   report.soak = soak;
 }
 

@@ -160,8 +160,11 @@ export function deliverJobId(key: LedgerKey): string {
   return `${key.sourceName}-${digest}`;
 }
 
-/** Retention keeps the dedup window (completed jobs) and the operator inbox (failed jobs) bounded. */
-export const COMPLETED_RETENTION = { age: 3600, count: 20_000 };
+/**
+ * A completed job is removed as it completes: the claim refuses a finished row, so a second enqueue of one (a batch
+ * re-read after a crash) only costs a job that completes `already-delivered`; a kept job bought nothing but memory
+ * (~1.6 KB each, up to 20,000 per queue; docs/decisions/0009). Failed jobs stay: they are the board's dead letters.
+ */
 export const FAILED_RETENTION = { age: 7 * 24 * 3600, count: 50_000 };
 
 export function deliverJobOptions(key: LedgerKey, maxRetryCount: number): JobsOptions {
@@ -170,7 +173,7 @@ export function deliverJobOptions(key: LedgerKey, maxRetryCount: number): JobsOp
     // 1 try + max_retry_count retries; the ledger's attempt_count is the authority, BullMQ carries the delays.
     attempts: maxRetryCount + 1,
     backoff: { type: 'ledger' },
-    removeOnComplete: COMPLETED_RETENTION,
+    removeOnComplete: true,
     removeOnFail: FAILED_RETENTION,
     // A failed attempt's reason is the provider's answer; a stack trace would show the server's paths on the board.
     stackTraceLimit: 0,

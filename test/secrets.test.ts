@@ -22,6 +22,17 @@ afterEach(async () => {
   env = mq = undefined;
 });
 
+/** Every hash and string under the test's prefix, as text. */
+async function redisDump(env: TestEnv): Promise<string> {
+  let dump = '';
+  for (const key of await env.redis.keys(`${env.config.redis.prefix}*`)) {
+    const type = await env.redis.type(key);
+    if (type === 'hash') dump += JSON.stringify(await env.redis.hgetall(key));
+    else if (type === 'string') dump += await env.redis.get(key);
+  }
+  return dump;
+}
+
 describe('secrets never reach logs, errors or job data', () => {
   it('scans trace-level logs of ingest (with MQ credentials) and deliver through signature, transport and timeout errors', async () => {
     mq = new FakeRocketMqProxy();
@@ -50,14 +61,25 @@ describe('secrets never reach logs, errors or job data', () => {
       timeout_ms: 800,
     });
     const ingest = spawnNotice(['ingest', '--config', env.configFile]);
-    const deliver = spawnNotice(['deliver', '--config', env.configFile]);
-    procs.push(ingest, deliver);
-    await Promise.all([waitForOutput(ingest, /notice-service started/), waitForOutput(deliver, /notice-service started/)]);
+    procs.push(ingest);
+    await waitForOutput(ingest, /notice-service started/);
     await insertWalletRows(
       env.owner,
       env.config.wallet_database,
       Array.from({ length: 10 }, (_, i) => balanceChanged(i + 1)),
     );
+    // Queued jobs are what Redis holds of an event (completed ones are removed): read them before deliver starts.
+    const queued = await waitFor(
+      () => redisDump(env!),
+      (dump) => (dump.match(/WalletBalanceChanged:100\d\d:COIN/g) ?? []).length >= 10,
+      20_000,
+      'ten queued jobs',
+    );
+    expect(queued).toContain('tx_1:WalletBalanceChanged:10001:COIN');
+    for (const secret of [TEST_SECRET, MQ_ACCESS, MQ_SECRET, 'available_after', '"userId"']) expect(queued).not.toContain(secret);
+    const deliver = spawnNotice(['deliver', '--config', env.configFile]);
+    procs.push(deliver);
+    await waitForOutput(deliver, /notice-service started/);
     mq.publish('hyapp_room_outbox', mqBody(kick(1)), { tag: 'RoomUserKicked' });
     mq.publish('hyapp_room_outbox', 'poison {', { tag: 'RoomUserKicked' });
     // Every event reaches a final state; which one does not matter here (a CPU-starved CI run may exhaust an
@@ -77,15 +99,8 @@ describe('secrets never reach logs, errors or job data', () => {
     expect(output).not.toMatch(/usersig=/i);
     expect(output).not.toMatch(/eJ[wyz][A-Za-z0-9*_-]{40,}/);
 
-    // Redis holds ledger keys only: no secret, no payload, no user id.
-    const keys = await env.redis.keys(`${env.config.redis.prefix}*`);
-    let dump = '';
-    for (const key of keys) {
-      const type = await env.redis.type(key);
-      if (type === 'hash') dump += JSON.stringify(await env.redis.hgetall(key));
-      else if (type === 'string') dump += await env.redis.get(key);
-    }
-    expect(dump).toContain('tx_1:WalletBalanceChanged:10001:COIN');
+    // Redis holds ledger keys only: no secret, no payload, no user id (what is left: failed jobs, markers, events).
+    const dump = await redisDump(env);
     for (const secret of [TEST_SECRET, MQ_ACCESS, MQ_SECRET, 'available_after', '"userId"']) expect(dump).not.toContain(secret);
   });
 

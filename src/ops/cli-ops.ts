@@ -3,6 +3,7 @@ import type { NoticeConfig } from '../config/schema.ts';
 import { createMysqlPool } from '../platform/mysql.ts';
 import { createRedis } from '../platform/redis.ts';
 import { LedgerQueries } from '../ledger/queries.ts';
+import { isFinalForDelivery } from '../ledger/transitions.ts';
 import { sourcePolicy } from '../notices/sources.ts';
 import { createDeliverQueues, type DeliverQueues } from '../../queues/deliver-queue.ts';
 import { withTimelines } from '../ledger/present.ts';
@@ -108,7 +109,11 @@ export async function inspectEvent(config: NoticeConfig, eventId: string): Promi
         return {
           ...timelines[i]!,
           payload: row.payload,
-          job: job ? { id: job.id, state: await job.getState(), attempts_made: job.attemptsMade, failed_reason: job.failedReason || null } : null,
+          job: job
+            ? { id: job.id, state: await job.getState(), attempts_made: job.attemptsMade, failed_reason: job.failedReason || null }
+            : isFinalForDelivery(row.status)
+              ? 'none: a completed job is removed as it completes; the ledger row is the record'
+              : null,
         };
       }),
     );
