@@ -34,25 +34,30 @@ export function watchInboxHandler(deps: {
     }
     let closed = false;
     let timer: NodeJS.Timeout | null = null;
-    let added: string[] = [];
+    // What happened since the last event: how many items were added, and the newest of them (a count, not a list, so
+    // a long outage of the API's MySQL cannot grow it).
+    let addedCount = 0;
+    let newestId: string | null = null;
+    const newer = (a: string | null, b: string | null) => (a === null ? b : b === null ? a : BigInt(b) > BigInt(a) ? b : a);
     let flushing = Promise.resolve();
     let lastFlushAt = Number.NEGATIVE_INFINITY;
     let failures = 0;
     const flush = async () => {
       timer = null;
       lastFlushAt = Date.now();
-      const ids = added;
-      added = [];
+      const [count, newest] = [addedCount, newestId];
+      addedCount = 0;
+      newestId = null;
       try {
-        const newest = ids.reduce((a, b) => (BigInt(b) > BigInt(a) ? b : a), ids[0] ?? '0');
-        const [unread, item] = await Promise.all([deps.unread(owner), ids.length > 0 ? store.item(owner, newest) : null]);
+        const [unread, item] = await Promise.all([deps.unread(owner), newest !== null ? store.item(owner, newest) : null]);
         if (closed) return;
         failures = 0;
-        if (item) call.write({ item_added: { notification: deps.toNotification(item), added_count: ids.length, unread } });
+        if (item) call.write({ item_added: { notification: deps.toNotification(item), added_count: count, unread } });
         else call.write({ unread_changed: unread });
       } catch (err) {
         // The change is not dropped (the user may change nothing more for hours): the stream tries again, backing off.
-        added = [...ids, ...added];
+        addedCount += count;
+        newestId = newer(newestId, newest);
         failures++;
         if (failures === 1 || failures % 10 === 0)
           logger.warn({ err: describeError(err), failures }, 'inbox watch: could not read the new state; trying again');
@@ -64,7 +69,10 @@ export function watchInboxHandler(deps: {
       timer = setTimeout(() => (flushing = flushing.then(flush)), waitMs);
     };
     const onChange = (change: InboxChange) => {
-      if (change.type === 'added') added.push(change.id);
+      if (change.type === 'added') {
+        addedCount++;
+        newestId = newer(newestId, change.id);
+      }
       schedule(Math.max(0, lastFlushAt + COALESCE_MS - Date.now()));
     };
     const stop = await hub.watch(owner, onChange);
