@@ -25,12 +25,11 @@ import { skipSuperseded } from '../src/delivery/wrappers/skip-superseded.ts';
 import { expireStale } from '../src/delivery/wrappers/expire-stale.ts';
 import { respectPreferences } from '../src/delivery/wrappers/respect-preferences.ts';
 import { respectQuietHours } from '../src/delivery/wrappers/respect-quiet-hours.ts';
-import { QuietHoursStore } from '../src/quiet-hours/store.ts';
+import { UserSettingsLookup } from '../src/delivery/user-settings.ts';
 import { escalateIfUnread } from '../src/delivery/wrappers/escalate-if-unread.ts';
 import { InboxReadState } from '../src/channels/inbox/read-state.ts';
 import { gatherDigest, roomOf } from '../src/delivery/wrappers/gather-digest.ts';
 import { DigestStore } from '../src/digests/store.ts';
-import { PreferenceStore } from '../src/preferences/store.ts';
 import { tencentApps } from '../src/config/tencent-apps.ts';
 import { channelRoutes } from '../src/channels/routing.ts';
 import { describeError } from '../src/platform/errors.ts';
@@ -95,9 +94,8 @@ export class DeliverRole implements Role {
     const apps = tencentApps(this.config);
     const routes = channelRoutes(this.config);
     const port = deliveryLedger(hot, ledger, this.workerId);
-    // One store for every channel, so a claim batch's preference look-ups are one statement.
-    const preferences = new PreferenceStore(this.pool);
-    const quietHours = new QuietHoursStore(this.pool);
+    // One read for every channel: a claim batch's preferences and quiet hours are one statement.
+    const settings = new UserSettingsLookup(this.pool, { preferences: this.config.preferences.enabled, quietHours: this.config.quiet_hours.enabled });
     const inboxState = new InboxReadState(this.pool);
     const digests = new DigestStore(this.pool);
     for (const module of this.modules) {
@@ -136,11 +134,11 @@ export class DeliverRole implements Role {
         policy: this.config.quiet_hours.enabled ? (this.config.quiet_hours.policy[module.name] ?? null) : null,
         silenceable: this.config.quiet_hours.enabled && module.silencedBy !== undefined,
         mandatory: (kind) => this.config.preferences.mandatory_kinds.includes(kind),
-        hoursOf: (appCode, userId) => quietHours.get(appCode, userId),
+        hoursOf: async (appCode, userId) => (await settings.get(appCode, userId)).quietHours,
       });
       const chosen = respectPreferences(timed, {
         mandatory: (kind) => !this.config.preferences.enabled || this.config.preferences.mandatory_kinds.includes(kind),
-        isOff: (key) => preferences.isOff(key),
+        settingsOf: (appCode, userId) => settings.get(appCode, userId),
         silencedBy: module.silencedBy,
       });
       const channel = expireStale(chosen, {

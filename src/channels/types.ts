@@ -1,3 +1,4 @@
+import type { UserSettings } from '../delivery/user-settings.ts';
 import type { Pool } from 'mysql2/promise';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -48,6 +49,8 @@ export interface SendContext {
   digestCount?: number;
   /** The user turned this kind's phone push off: a message must not make the phone buzz either (C2C: PushFlag 1). */
   silencePush?: boolean;
+  /** The user's choices and quiet hours, when an outer wrapper already read them for this row (one read per row). */
+  settings?: UserSettings;
 }
 
 /**

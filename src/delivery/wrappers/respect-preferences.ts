@@ -1,15 +1,17 @@
 import type { DeliveryChannel } from '../../channels/types.ts';
+import { choiceKey, type UserSettings } from '../user-settings.ts';
 
 /**
  * Around any channel: a notice the user turned off for this channel (PreferencesService) ends `suppressed`, reason
- * `preference`, without a send — unless its kind is mandatory. One batched look-up per claim batch. The C2C channel
+ * `preference`, without a send — unless its kind is mandatory. The users' settings are one batched read per claim batch (UserSettingsLookup), shared by both wrappers. The C2C channel
  * also learns whether the user turned the phone push of this kind off, so its offline push is silenced too.
  */
 export function respectPreferences(
   channel: DeliveryChannel,
   decide: {
     mandatory(noticeKind: string): boolean;
-    isOff(key: { appCode: string; userId: string; noticeKind: string; channel: string }): Promise<boolean>;
+    /** The user's settings (one batched read per claim batch, passed on to the wrappers inside). */
+    settingsOf(appCode: string, userId: string): Promise<UserSettings>;
     /** The channel whose opt-out also silences this channel's own phone notification (push, for C2C), if any. */
     silencedBy?: string;
   },
@@ -18,13 +20,11 @@ export function respectPreferences(
     ...channel,
     async send(row, ctx) {
       if (decide.mandatory(row.noticeKind)) return channel.send(row, ctx);
-      const base = { appCode: row.appCode, userId: row.userId, noticeKind: row.noticeKind };
-      const [off, pushOff] = await Promise.all([
-        decide.isOff({ ...base, channel: channel.name }),
-        decide.silencedBy ? decide.isOff({ ...base, channel: decide.silencedBy }) : Promise.resolve(false),
-      ]);
-      if (off) return { kind: 'suppressed', reason: 'preference', detail: `the user turned ${row.noticeKind} off on ${channel.name}` };
-      return channel.send(row, pushOff ? { ...ctx, silencePush: true } : ctx);
+      const settings = await decide.settingsOf(row.appCode, row.userId);
+      if (settings.off.has(choiceKey(row.noticeKind, channel.name)))
+        return { kind: 'suppressed', reason: 'preference', detail: `the user turned ${row.noticeKind} off on ${channel.name}` };
+      const pushOff = decide.silencedBy !== undefined && settings.off.has(choiceKey(row.noticeKind, decide.silencedBy));
+      return channel.send(row, { ...ctx, settings, ...(pushOff ? { silencePush: true } : {}) });
     },
   };
 }

@@ -5,7 +5,7 @@ import { localClock, quietUntil, type QuietHours } from '../../quiet-hours/windo
  * Around a channel: during the user's quiet hours a notice waits (`defer`: the row is deferred in the ledger until
  * the window ends, then decided again) or ends (`drop`: suppressed, reason quiet_hours), per the channel's policy. A
  * channel without a policy sends at once, and one whose messages can buzz the phone (C2C) sends silently. Mandatory
- * kinds are never held. One batched look-up per claim batch.
+ * kinds are never held. The users' settings are one batched read per claim batch (UserSettingsLookup), shared by both wrappers.
  */
 export function respectQuietHours(
   channel: DeliveryChannel,
@@ -24,7 +24,7 @@ export function respectQuietHours(
     ...channel,
     async send(row, ctx) {
       if (decide.mandatory(row.noticeKind)) return channel.send(row, ctx);
-      const hours = await decide.hoursOf(row.appCode, row.userId);
+      const hours = ctx.settings ? ctx.settings.quietHours : await decide.hoursOf(row.appCode, row.userId);
       const until = hours ? quietUntil(now(), hours) : null;
       if (until === null || !hours) return channel.send(row, ctx);
       const moment = localClock(until, hours.timeZone);
