@@ -1,5 +1,6 @@
 import type { RowDataPacket } from 'mysql2/promise';
-import { createWorld, PIPELINE, processUsage, type Counters, type World } from './world.ts';
+import { createWorld, PIPELINE, processUsage, redisCommandsPerEvent, type World } from './world.ts';
+import { STATUS_TABLE } from '../src/ledger/status.ts';
 import { preload } from './writer.ts';
 import { median } from './proc-stats.ts';
 import { insertActivityRows, type ActivityRow } from '../test/helpers/activity.ts';
@@ -73,22 +74,12 @@ export async function costRun(variant: CostVariant, events: number, imLatencyMs:
       mysql_statements_per_event: Math.round(((after.mysqlQuestions - before.mysqlQuestions) / events) * 100) / 100,
       mysql_bytes_per_event: Math.round((after.mysqlBytesReceived - before.mysqlBytesReceived) / events),
       redis_commands_per_event: Math.round(((after.redisCommands - before.redisCommands) / events) * 100) / 100,
-      redis_commands_by_name: commandsPerEvent(before, after, events),
+      redis_commands_by_name: redisCommandsPerEvent(before, after, events),
       peak_rss_mb: Object.fromEntries(usage.map((u, i) => [`${u.role}#${i}`, u.peakRssMb])),
     };
   } finally {
     await world.close();
   }
-}
-
-/** The commands behind "Redis commands per event" (INFO commandstats, script calls included), those ≥ 0.1 per event. */
-function commandsPerEvent(before: Counters, after: Counters, events: number): Record<string, number> {
-  return Object.fromEntries(
-    Object.entries(after.redisCommandCalls)
-      .map(([name, calls]) => [name, Math.round(((calls - (before.redisCommandCalls[name] ?? 0)) / events) * 100) / 100] as const)
-      .filter(([, perEvent]) => perEvent >= 0.1)
-      .sort((x, y) => y[1] - x[1]),
-  );
 }
 
 async function preloadActivity(world: World, events: number): Promise<void> {
@@ -101,12 +92,15 @@ async function preloadActivity(world: World, events: number): Promise<void> {
   }
 }
 
-const FINAL = "('delivered', 'delivered_unconfirmed', 'failed', 'superseded', 'suppressed', 'expired', 'skipped_read', 'digested', 'revoked')";
+const FINAL = Object.entries(STATUS_TABLE).flatMap(([status, t]) => (t.final ? [status] : []));
 
 async function waitFinal(world: World, rows: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const [r] = await world.env.notice.query<RowDataPacket[]>(`SELECT COUNT(*) AS n FROM notice_delivery_events WHERE status IN ${FINAL}`);
+    const [r] = await world.env.notice.query<RowDataPacket[]>(
+      `SELECT COUNT(*) AS n FROM notice_delivery_events WHERE status IN (${FINAL.map(() => '?').join(', ')})`,
+      FINAL,
+    );
     const n = Number(r[0]!.n);
     if (n >= rows) return;
     if (Date.now() > deadline) throw new Error(`cost: only ${n}/${rows} ledger rows final`);

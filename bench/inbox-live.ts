@@ -1,13 +1,10 @@
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { readFileSync } from 'node:fs';
 import { createWorld } from './world.ts';
-import { cpuSeconds, percentile } from './proc-stats.ts';
+import { cpuSeconds, percentile, rssMb } from './proc-stats.ts';
 import { freePort } from '../test/helpers/ports.ts';
 import { insertActivityRows, type ActivityRow } from '../test/helpers/activity.ts';
 import { INBOX_PROTO } from '../src/channels/inbox/api/inbox-service.ts';
-
-const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 export interface InboxLiveResult {
   streams: number;

@@ -13,7 +13,7 @@ import { runApiFlood } from './api-flood.ts';
 import { runAppsCapacity, runAppsIsolation } from './apps.ts';
 import { renderMarkdown } from './render.ts';
 import { join } from 'node:path';
-import { createWorld, PIPELINE, processUsage, type Counters, type World } from './world.ts';
+import { createWorld, PIPELINE, processUsage, redisCommandsPerEvent, type Counters, type World } from './world.ts';
 import { preload, steadyStream } from './writer.ts';
 import { runBaseline } from './baseline.ts';
 import { median, percentile } from './proc-stats.ts';
@@ -52,22 +52,7 @@ function delta(a: Counters, b: Counters) {
     mysqlCpu: b.mysqlCpu - a.mysqlCpu,
     redisCommands: b.redisCommands - a.redisCommands,
     redisCpu: b.redisCpu - a.redisCpu,
-    redisCommandCalls: Object.fromEntries(
-      Object.entries(b.redisCommandCalls)
-        .map(([name, calls]) => [name, calls - (a.redisCommandCalls[name] ?? 0)] as const)
-        .filter(([, calls]) => calls > 0),
-    ),
   };
-}
-
-/** The commands behind "Redis commands per event", most frequent first (those over 0.1 per event). */
-function commandsPerEvent(calls: Record<string, number>, events: number): Record<string, number> {
-  return Object.fromEntries(
-    Object.entries(calls)
-      .map(([name, n]) => [name, Math.round((n / events) * 100) / 100] as const)
-      .filter(([, perEvent]) => perEvent >= 0.1)
-      .sort((x, y) => y[1] - x[1]),
-  );
 }
 
 /** 1. Capacity: drain a preloaded backlog with the rate limit off. */
@@ -100,7 +85,7 @@ async function capacity(ingest: number, deliver: number, events: number, overrid
       },
       mysql_statements_per_event: Math.round((d.questions / events) * 100) / 100,
       redis_commands_per_event: Math.round((d.redisCommands / events) * 100) / 100,
-      redis_commands_by_name: commandsPerEvent(d.redisCommandCalls, events),
+      redis_commands_by_name: redisCommandsPerEvent(before, after, events),
       peak_rss_mb: Object.fromEntries(usage.map((u, i) => [`${u.role}#${i}`, u.peakRssMb])),
     };
   } finally {

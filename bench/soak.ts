@@ -1,6 +1,5 @@
 import { createWorld, PIPELINE, type World } from './world.ts';
-import { percentile } from './proc-stats.ts';
-import { readFileSync } from 'node:fs';
+import { percentile, rssMb } from './proc-stats.ts';
 import { balanceChanged, insertWalletRows } from '../test/helpers/outbox.ts';
 import { insertActivityRows } from '../test/helpers/activity.ts';
 
@@ -24,8 +23,6 @@ export interface SoakResult {
   bytes_per_kept_job: number | null;
   lost: number;
 }
-
-const rssMb = (pid: number) => Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024);
 
 /**
  * Issue 37's memory soak: ~80 facts/s for `minutes` (60 wallet balance facts → C2C; 20 activity facts → C2C, inbox
@@ -120,7 +117,7 @@ async function sample(world: World, redis: InstanceType<typeof import('ioredis')
   return {
     minute: Math.round(((Date.now() - started) / 60_000) * 10) / 10,
     redis_used_mb: Math.round((Number(/used_memory:(\d+)/.exec(info)?.[1] ?? 0) / 1024 / 1024) * 10) / 10,
-    rss_mb: Object.fromEntries(world.procs.map(({ role, proc }, i) => [`${role}#${i}`, rssMb(proc.child.pid!)])),
+    rss_mb: Object.fromEntries(world.procs.map(({ role, proc }, i) => [`${role}#${i}`, Math.round(rssMb(proc.child.pid!))])),
     p99_ms: percentile(latencies, 99),
   };
 }

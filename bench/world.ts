@@ -105,3 +105,13 @@ export function processUsage(world: World): Array<{ role: string; pid: number; c
     peakRssMb: peakRssMb(proc.child.pid!),
   }));
 }
+
+/** The commands behind "Redis commands per event" between two counters (script calls included), most frequent first, those ≥ 0.1 per event. */
+export function redisCommandsPerEvent(before: Counters, after: Counters, events: number): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(after.redisCommandCalls)
+      .map(([name, calls]) => [name, Math.round(((calls - (before.redisCommandCalls[name] ?? 0)) / events) * 100) / 100] as const)
+      .filter(([, perEvent]) => perEvent >= 0.1)
+      .sort((x, y) => y[1] - x[1]),
+  );
+}
