@@ -1,7 +1,8 @@
 import DataLoader from 'dataloader';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { groupCommit } from '../platform/group-commit.ts';
-import type { QuietHours, QuietWindow } from '../quiet-hours/window.ts';
+import type { QuietHours } from '../quiet-hours/window.ts';
+import { keyString, quietHoursOfRow, type UserKey } from '../quiet-hours/store.ts';
 
 /** What one user decided that delivery must respect: the kinds they turned off per channel, and their quiet hours. */
 export interface UserSettings {
@@ -11,13 +12,6 @@ export interface UserSettings {
 }
 
 export const choiceKey = (noticeKind: string, channel: string) => `${noticeKind}\u0000${channel}`;
-
-interface UserKey {
-  appCode: string;
-  userId: string;
-}
-
-const userKey = (k: UserKey) => `${k.appCode}\u0000${k.userId}`;
 
 /**
  * Deliver's read of the users' settings: the preferences and the quiet hours of a claim batch's users in one
@@ -32,7 +26,7 @@ export class UserSettingsLookup {
     private readonly pool: Pool,
     private readonly read: { preferences: boolean; quietHours: boolean },
   ) {
-    this.loader = new DataLoader((keys) => this.load(keys), { cache: false, cacheKeyFn: userKey, batchScheduleFn: this.batch.schedule });
+    this.loader = new DataLoader((keys) => this.load(keys), { cache: false, cacheKeyFn: keyString, batchScheduleFn: this.batch.schedule });
   }
 
   get(appCode: string, userId: string): Promise<UserSettings> {
@@ -59,12 +53,12 @@ export class UserSettingsLookup {
     const [rows] = await this.batch.track(this.pool.query<RowDataPacket[]>(parts.join(' UNION ALL '), values));
     const found = new Map<string, { off: Set<string>; quietHours: QuietHours | null }>();
     for (const r of rows) {
-      const key = userKey({ appCode: String(r.app_code), userId: String(r.user_id) });
+      const key = keyString({ appCode: String(r.app_code), userId: String(r.user_id) });
       const user = found.get(key) ?? found.set(key, { off: new Set(), quietHours: null }).get(key)!;
       if (r.what === 'off') user.off.add(choiceKey(String(r.notice_kind), String(r.channel)));
-      else user.quietHours = { timeZone: String(r.time_zone), windows: JSON.parse(String(r.windows)) as QuietWindow[] };
+      else user.quietHours = quietHoursOfRow(r);
     }
-    return keys.map((k) => found.get(userKey(k)) ?? NONE);
+    return keys.map((k) => found.get(keyString(k)) ?? NONE);
   }
 }
 

@@ -3,12 +3,18 @@ import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { groupCommit } from '../platform/group-commit.ts';
 import type { QuietHours, QuietWindow } from './window.ts';
 
-interface UserKey {
+/** One user of one app. */
+export interface UserKey {
   appCode: string;
   userId: string;
 }
 
-const keyString = (k: UserKey) => `${k.appCode}\u0000${k.userId}`;
+export const keyString = (k: UserKey) => `${k.appCode}\u0000${k.userId}`;
+
+/** A notice_quiet_hours row's settings (its time_zone and windows columns). */
+export function quietHoursOfRow(r: RowDataPacket): QuietHours {
+  return { timeZone: String(r.time_zone), windows: JSON.parse(String(r.windows)) as QuietWindow[] };
+}
 
 /** notice_quiet_hours: one row per user who set quiet hours; none = never quiet. */
 export class QuietHoursStore {
@@ -45,12 +51,7 @@ export class QuietHoursStore {
         keys.flatMap((k) => [k.appCode, k.userId]),
       ),
     );
-    const found = new Map(
-      rows.map((r) => [
-        keyString({ appCode: String(r.app_code), userId: String(r.user_id) }),
-        { timeZone: String(r.time_zone), windows: JSON.parse(String(r.windows)) as QuietWindow[] },
-      ]),
-    );
+    const found = new Map(rows.map((r) => [keyString({ appCode: String(r.app_code), userId: String(r.user_id) }), quietHoursOfRow(r)]));
     return keys.map((k) => found.get(keyString(k)) ?? null);
   }
 }
