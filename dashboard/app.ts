@@ -15,7 +15,7 @@ import { DeliveryHistory } from '../src/ledger/history.ts';
 import { RejectStore } from '../src/intake/reject-store.ts';
 import { rejectEntries } from '../src/ops/reject-entries.ts';
 import { rejectsApi } from './rejects-api.ts';
-import type { DeliverJobData, DeliverQueues } from '../queues/deliver-queue.ts';
+import { isBatchJobData, type DeliverJobData, type DeliverQueues, type DeliverRowData } from '../queues/deliver-queue.ts';
 import { basicAuth, DeviceCookies } from './auth.ts';
 import { ledgerApi } from './ledger-api.ts';
 import { noticesPage } from './notices-page.ts';
@@ -64,14 +64,10 @@ export function createDashboardApp(
         allowRetries: false,
         description: `${channelModule(config, channel)?.description ?? channel}; job data is the ledger key only. Requeue failed events from Notices.`,
       });
-      // Job data is only the ledger key; show exactly that, whatever a future producer adds.
-      adapter.setFormatter('data', (data: DeliverJobData) => ({
-        sourceName: data?.sourceName,
-        appCode: data?.appCode,
-        sourceEventId: data?.sourceEventId,
-        channel: data?.channel,
-        eventType: data?.eventType,
-      }));
+      // Job data is only the ledger key (a batch job's: its rows' keys); show exactly that, whatever a future producer adds.
+      adapter.setFormatter('data', (data: DeliverJobData) =>
+        data && isBatchJobData(data) ? { rows: data.rows.map((row) => shownKey(row)) } : shownKey(data as DeliverRowData | undefined),
+      );
       return adapter;
     }),
   );
@@ -170,4 +166,9 @@ export function createDashboardApp(
   app.get(['/', base], (_req, res) => res.redirect(`${base}/queues`));
   app.use(errorHandler(logger));
   return app;
+}
+
+/** The fields of a job's row the board shows: its ledger key and event type. */
+function shownKey(row: DeliverRowData | undefined) {
+  return { sourceName: row?.sourceName, appCode: row?.appCode, sourceEventId: row?.sourceEventId, channel: row?.channel, eventType: row?.eventType };
 }

@@ -1,6 +1,7 @@
 import { Revoker } from '../src/revoke/revoker.ts';
 import { RevocationStore } from '../src/revoke/store.ts';
 import { Worker } from 'bullmq';
+import pLimit from 'p-limit';
 import type { Redis } from 'ioredis';
 import type { Pool } from 'mysql2/promise';
 import type { Logger } from 'pino';
@@ -161,8 +162,15 @@ export class DeliverRole implements Role {
         onOutcome: (outcome) => this.outcomes[outcome]++,
       });
     }
+    const queueByName = new Map(this.queues.all.map((queue) => [queue.name, queue]));
+    // Each queue's workers share its channel's concurrency in lanes; its batch rows share the same number of slots.
+    const rowLimits = new Map(
+      this.modules.flatMap((module) => this.queues.ofChannel(module.name).map((q) => [q.name, pLimit(module.concurrency(this.config))] as const)),
+    );
     const processor = createDeliverProcessor({
       portsFor: (channel) => ports.get(channel),
+      queueNamed: (name) => queueByName.get(name),
+      rowLimit: (queueName) => rowLimits.get(queueName) ?? pLimit(1),
       retryBaseMs: this.config.deliver.retry_base_delay,
       retryMaxMs: this.config.deliver.retry_max_delay,
       logger: this.logger,

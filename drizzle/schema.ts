@@ -50,6 +50,11 @@ export const noticeDeliveryEvents = mysqlTable(
     supersedeVersion: bigint('supersede_version', { mode: 'number' }),
     /** The source_event_id of the newer notice that made this one obsolete (status superseded). */
     supersededBy: varbinary('superseded_by', { length: 764 }),
+    /**
+     * The BullMQ job that carries this row's first attempt with other rows of its ingest batch (deliver.rows_per_job);
+     * NULL when the row has a job of its own. The reconciler counts a row in a live batch job as queued.
+     */
+    batchJobId: varchar('batch_job_id', { length: 64 }),
   },
   (t) => [
     primaryKey({ name: 'pk_notice_delivery_events', columns: [t.sourceName, t.appCode, t.sourceEventId, t.channel] }),

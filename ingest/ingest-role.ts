@@ -15,7 +15,7 @@ import { ingestEnabled, ingestSwitches, mqNoticeModules, outboxNoticeModules } f
 import { RoleConfigError, type Role } from '../src/app/role.ts';
 import { newWorkerId } from '../src/app/worker-id.ts';
 import { channelRoutes } from '../src/channels/routing.ts';
-import { enqueueDeliveries, type DeliverQueues } from '../queues/deliver-queue.ts';
+import { enqueueDeliveries, planBatches, type DeliverQueues } from '../queues/deliver-queue.ts';
 import type { NoticeMetrics } from '../src/observability/metrics.ts';
 
 /** Ingest: one poller per enabled outbox source and one consumer per enabled MQ subscription, all writing the ledger and the deliver queue. */
@@ -39,16 +39,18 @@ export class IngestRole implements Role {
     const recorderFor = (maxRetryCount: number) =>
       new FactRecorder(
         ledger,
-        (items) =>
+        (items, batches) =>
           enqueueDeliveries(
             queues,
             items.map((i) => ({ ...i, maxRetryCount })),
+            batches,
           ),
         routes,
         logger,
         metrics,
         Date.now,
         revocations,
+        (items) => planBatches(queues, items, config.deliver.rows_per_job),
       );
 
     // An owner outbox on another server is read through a pool of its own (its read-only user); cursors, gaps and

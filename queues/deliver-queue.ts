@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { LedgerKey } from '../src/ledger/types.ts';
+import { formatKey, type LedgerKey } from '../src/ledger/types.ts';
 
 /**
  * The contract between ingest and deliver: one BullMQ queue per (channel, notice kind with a queue of its own), and
@@ -137,6 +137,12 @@ export class DeliverQueues {
     return this.queueFor(key).getJob(deliverJobId(key));
   }
 
+  /** The batch job that carries a row's first attempt, while it exists (undefined for a row with no batch). */
+  async getBatchJob(key: LedgerKey & { noticeKind: string; batchJobId?: string | null }) {
+    if (!key.batchJobId || !this.channels.has(key.channel)) return undefined;
+    return this.queueFor(key).getJob(key.batchJobId);
+  }
+
   on(event: 'error', listener: (err: Error) => void): void {
     for (const q of this.all) q.on(event, listener);
   }
@@ -147,8 +153,34 @@ export class DeliverQueues {
 }
 
 /** Job data is the ledger key only: the payload stays in MySQL, so Redis holds no user content or secrets. */
-export interface DeliverJobData extends LedgerKey {
+export interface DeliverRowData extends LedgerKey {
   eventType: string;
+  /**
+   * A row a batch job already failed for good (dead letter): the job only lands in the failed set, where the board
+   * shows dead letters, and touches nothing else.
+   */
+  deadLetter?: string;
+}
+
+/**
+ * The first attempt of several rows of one queue from one ingest batch (deliver.rows_per_job): BullMQ's cost per
+ * job (~37 Redis commands: add, fetch, finish and their events) is paid once for them all. Anything after the first
+ * attempt — a retry, a deferral, a rate-limit answer, a dead letter — goes on in a job of the row's own.
+ */
+export interface DeliverBatchData {
+  rows: DeliverBatchRow[];
+}
+
+/** A batch's row: its key, and what a follow-up job of its own is named by (the board finds a user's jobs by name). */
+export interface DeliverBatchRow extends DeliverRowData {
+  noticeKind: string;
+  userId?: string;
+}
+
+export type DeliverJobData = DeliverRowData | DeliverBatchData;
+
+export function isBatchJobData(data: DeliverJobData): data is DeliverBatchData {
+  return Array.isArray((data as Partial<DeliverBatchData> | null)?.rows);
 }
 
 /**
@@ -158,6 +190,13 @@ export interface DeliverJobData extends LedgerKey {
 export function deliverJobId(key: LedgerKey): string {
   const digest = createHash('sha256').update(`${key.sourceName}\u0000${key.appCode}\u0000${key.sourceEventId}\u0000${key.channel}`).digest('hex').slice(0, 40);
   return `${key.sourceName}-${digest}`;
+}
+
+/** A batch job's id: deterministic in its rows, so re-enqueuing the same ingest batch is a no-op while the job exists. */
+export function batchJobId(keys: readonly LedgerKey[]): string {
+  const hash = createHash('sha256');
+  for (const key of keys) hash.update(`${key.sourceName}\u0000${key.appCode}\u0000${key.sourceEventId}\u0000${key.channel}\u0001`);
+  return `${keys[0]!.sourceName}-b-${hash.digest('hex').slice(0, 40)}`;
 }
 
 /**
@@ -203,39 +242,121 @@ export interface EnqueueItem {
   userId?: string;
 }
 
-/** Adds jobs to their kinds' queues; see addToQueue. */
-export async function enqueueDeliveries(queues: DeliverQueues, items: readonly EnqueueItem[]): Promise<void> {
-  const byQueue = new Map<Queue<DeliverJobData>, EnqueueItem[]>();
+/** Which batch job each row's first attempt rides in, by formatKey; rows not in it have jobs of their own. */
+export type BatchPlan = ReadonlyMap<string, string>;
+
+/**
+ * Splits items into batch jobs: per queue, in order, chunks of up to `rowsPerJob`. A chunk of one keeps a job of its
+ * own (a batch buys nothing there), as does every item when rowsPerJob is 1.
+ */
+export function planBatches(queues: DeliverQueues, items: ReadonlyArray<Pick<EnqueueItem, 'key' | 'noticeKind'>>, rowsPerJob: number): BatchPlan {
+  const plan = new Map<string, string>();
+  if (rowsPerJob <= 1) return plan;
+  for (const list of groupByQueue(queues, items).values())
+    for (let i = 0; i < list.length; i += rowsPerJob) {
+      const chunk = list.slice(i, i + rowsPerJob);
+      if (chunk.length < 2) continue;
+      const id = batchJobId(chunk.map((item) => item.key));
+      for (const item of chunk) plan.set(formatKey(item.key), id);
+    }
+  return plan;
+}
+
+function groupByQueue<T extends Pick<EnqueueItem, 'key' | 'noticeKind'>>(queues: DeliverQueues, items: readonly T[]): Map<Queue<DeliverJobData>, T[]> {
+  const byQueue = new Map<Queue<DeliverJobData>, T[]>();
   for (const item of items) {
     const queue = queues.queueFor({ channel: item.key.channel, noticeKind: item.noticeKind, appCode: item.key.appCode });
     const list = byQueue.get(queue);
     if (list) list.push(item);
     else byQueue.set(queue, [item]);
   }
+  return byQueue;
+}
+
+/** Adds jobs to their kinds' queues, the rows of a batch plan as its batch jobs; see addToQueue. */
+export async function enqueueDeliveries(queues: DeliverQueues, items: readonly EnqueueItem[], plan?: BatchPlan): Promise<void> {
+  const byQueue = groupByQueue(queues, items);
   // The most urgent kinds' queues first (DeliverQueues.all order), so their jobs are waiting soonest.
   for (const queue of queues.all) {
     const list = byQueue.get(queue);
-    if (list) await addToQueue(queue, list);
+    if (list) await addToQueue(queue, list, plan);
   }
 }
 
+function rowData(item: EnqueueItem): DeliverRowData {
+  // Pick the key fields explicitly: callers may pass whole ledger rows, whose payload must not reach Redis.
+  return {
+    sourceName: item.key.sourceName,
+    appCode: item.key.appCode,
+    sourceEventId: item.key.sourceEventId,
+    channel: item.key.channel,
+    eventType: item.eventType,
+  };
+}
+
+/** A batch job's name on the board: how many rows, of what, and the first event's id to find it by. */
+function batchJobName(items: readonly EnqueueItem[]): string {
+  const first = items[0]!;
+  return `${items.length} × ${first.noticeKind} ${first.eventType}${items.some((i) => i.eventType !== first.eventType) ? ' …' : ''} · first ${first.key.sourceEventId}`.slice(
+    0,
+    200,
+  );
+}
+
+/** The options of a batch job: its rows' retries are jobs of their own, so the batch itself only retries handing them off. */
+export const BATCH_JOB_OPTIONS = {
+  attempts: 10,
+  backoff: { type: 'exponential', delay: 1000 },
+  removeOnComplete: true,
+  removeOnFail: FAILED_RETENTION,
+  stackTraceLimit: 0,
+} satisfies Omit<JobsOptions, 'jobId'>;
+
+type BulkJob = Parameters<Queue<DeliverJobData>['addBulk']>[0][number];
+
 /** Adds jobs in chunks; `addBulk` is atomic per chunk and a duplicate id is ignored by BullMQ. */
-export async function addToQueue(queue: Queue<DeliverJobData>, items: readonly EnqueueItem[], chunkSize = 500): Promise<void> {
-  for (let i = 0; i < items.length; i += chunkSize) {
-    const chunk = items.slice(i, i + chunkSize);
-    await queue.addBulk(
-      chunk.map((item) => ({
-        name: deliverJobName(item),
-        // Pick the key fields explicitly: callers may pass whole ledger rows, whose payload must not reach Redis.
-        data: {
-          sourceName: item.key.sourceName,
-          appCode: item.key.appCode,
-          sourceEventId: item.key.sourceEventId,
-          channel: item.key.channel,
-          eventType: item.eventType,
-        },
-        opts: deliverJobOptions(item.key, item.maxRetryCount),
-      })),
-    );
+export async function addToQueue(queue: Queue<DeliverJobData>, items: readonly EnqueueItem[], plan?: BatchPlan, chunkSize = 500): Promise<void> {
+  const jobs: BulkJob[] = [];
+  const batches = new Map<string, EnqueueItem[]>();
+  for (const item of items) {
+    const batch = plan?.get(formatKey(item.key));
+    if (batch === undefined) {
+      jobs.push({ name: deliverJobName(item), data: rowData(item), opts: deliverJobOptions(item.key, item.maxRetryCount) });
+      continue;
+    }
+    const members = batches.get(batch);
+    if (members) members.push(item);
+    else batches.set(batch, [item]);
   }
+  for (const [jobId, members] of batches)
+    jobs.push({
+      name: batchJobName(members),
+      data: { rows: members.map((m) => ({ ...rowData(m), noticeKind: m.noticeKind, ...(m.userId ? { userId: m.userId } : {}) })) },
+      opts: { ...BATCH_JOB_OPTIONS, jobId },
+    });
+  for (let i = 0; i < jobs.length; i += chunkSize) await queue.addBulk(jobs.slice(i, i + chunkSize));
+}
+
+/** Jobs of their own for rows a batch job handed on: retries and waits as delayed jobs, dead letters to fail at once. */
+export async function addFollowUps(
+  queue: Queue<DeliverJobData>,
+  followUps: ReadonlyArray<{ row: DeliverBatchRow; maxRetryCount: number; delayMs: number; deadLetter?: string }>,
+): Promise<void> {
+  await queue.addBulk(
+    followUps.map((f) => {
+      const data: DeliverRowData = {
+        sourceName: f.row.sourceName,
+        appCode: f.row.appCode,
+        sourceEventId: f.row.sourceEventId,
+        channel: f.row.channel,
+        eventType: f.row.eventType,
+      };
+      if (f.deadLetter !== undefined) data.deadLetter = f.deadLetter;
+      return {
+        name: deliverJobName({ key: data, eventType: data.eventType, noticeKind: f.row.noticeKind, userId: f.row.userId }),
+        data,
+        opts: { ...deliverJobOptions(data, f.maxRetryCount), ...(f.delayMs > 0 ? { delay: f.delayMs } : {}) },
+      };
+    }),
+  );
 }

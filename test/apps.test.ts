@@ -133,7 +133,8 @@ describe('apps under backpressure', () => {
           lock_ttl: '3s',
           gap_grace: '5s',
           max_retry_count: 3,
-          max_queued_jobs: 40,
+          // Jobs, not rows: a poll of 50 is 4 batch jobs (deliver.rows_per_job 16).
+          max_queued_jobs: 3,
         },
         reconciler: { interval: '500ms', pending_grace: '1s', batch_size: 100 },
       },

@@ -10,7 +10,7 @@ import { LedgerRepository } from '../src/ledger/repository.ts';
 import { CHANNEL_TENCENT_IM_C2C, type LedgerKey } from '../src/ledger/types.ts';
 import { createRedis } from '../src/platform/redis.ts';
 import { buildProcess, type NoticeProcess } from '../cli/run-roles.ts';
-import { createDeliverQueues, deliverJobId, enqueueDeliveries, type DeliverJobData, type DeliverQueues } from '../queues/deliver-queue.ts';
+import { createDeliverQueues, deliverJobId, enqueueDeliveries, type DeliverJobData, type DeliverQueues, type DeliverRowData } from '../queues/deliver-queue.ts';
 import { inspectJobs } from '../queues/job-repair.ts';
 import { Reconciler } from '../src/delivery/reconciler.ts';
 
@@ -109,7 +109,7 @@ describe('partial Redis loss: the reconciler repairs what BullMQ cannot see', ()
     expect(states.filter((s) => s === 'waiting')).toHaveLength(9);
     expect(states[9]).toBe('unknown');
     // The re-added jobs carry their keys again (a swallowed add would have kept the orphan, with the state unknown).
-    expect((await queue!.getJob(deliverJobId(keyOf(0))))!.data.sourceEventId).toBe('half_0');
+    expect(((await queue!.getJob(deliverJobId(keyOf(0))))!.data as DeliverRowData).sourceEventId).toBe('half_0');
     expect(await redis!.exists(queue!.toKey(lockedId))).toBe(1);
 
     // Once the lock is gone (its worker died), the next pass takes that one too.

@@ -284,7 +284,8 @@ describe('backpressure (max_queued_jobs)', () => {
   const ledgerCount = async () => Number((await env.notice.query<any[]>('SELECT COUNT(*) AS n FROM notice_delivery_events'))[0][0].n);
 
   it('leaves new rows in the outbox while the deliver queue is full, then delivers every one once', async () => {
-    env = await createTestEnv({ wallet_notice_worker: { max_queued_jobs: 30, batch_size: 20 } });
+    // The bound counts jobs; a job per row makes it a bound in rows here (with batch jobs, one job carries up to rows_per_job).
+    env = await createTestEnv({ wallet_notice_worker: { max_queued_jobs: 30, batch_size: 20 }, deliver: { rows_per_job: 1 } });
     await insertWalletRows(
       env.owner,
       env.config.wallet_database,
@@ -319,7 +320,7 @@ describe('backpressure (max_queued_jobs)', () => {
   });
 
   it('still re-reads holes while holding back, so a late commit is not given up on', async () => {
-    env = await createTestEnv({ wallet_notice_worker: { max_queued_jobs: 10, batch_size: 20, gap_grace: '30s' } });
+    env = await createTestEnv({ wallet_notice_worker: { max_queued_jobs: 10, batch_size: 20, gap_grace: '30s' }, deliver: { rows_per_job: 1 } });
     const slow = await env.owner.getConnection();
     try {
       await slow.beginTransaction();

@@ -122,6 +122,11 @@ const coreShape = {
     .strictObject({
       enabled: z.boolean().default(true),
       concurrency: z.number().int().min(1).max(1000).default(32),
+      /**
+       * Rows of one ingest batch and queue whose first attempt shares one BullMQ job (retries, waits and dead letters
+       * get jobs of their own): BullMQ's ~37 Redis commands per job are paid once per batch. 1 gives every row its own job.
+       */
+      rows_per_job: z.number().int().min(1).max(100).default(16),
       /** First retry delay; later ones grow exponentially with jitter. */
       retry_base_delay: durationMs.default(1000),
       retry_max_delay: durationMs.default(300_000),
@@ -141,6 +146,7 @@ const coreShape = {
     .default(() => ({
       enabled: true,
       concurrency: 32,
+      rows_per_job: 16,
       retry_base_delay: 1000,
       retry_max_delay: 300_000,
       job_lock_duration: 30_000,

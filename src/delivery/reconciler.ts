@@ -166,6 +166,13 @@ export class Reconciler {
         at.map((i) => ids[i]!),
       );
       at.forEach((i, n) => (presence[i] = found[n]!));
+      // A row whose first attempt rides in a batch job that is still live is queued, though it has no job of its own.
+      const batchIds = [...new Set(at.map((i) => rows[i]!.batchJobId).filter((id): id is string => !!id))];
+      if (batchIds.length > 0) {
+        const batchPresence = await inspectJobs(queue, this.deps.redis, batchIds);
+        const liveBatches = new Set(batchIds.filter((_, n) => batchPresence[n] === 'live'));
+        for (const i of at) if (presence[i] !== 'live' && liveBatches.has(rows[i]!.batchJobId ?? '')) presence[i] = 'live';
+      }
       const blocking = at.map((i) => ids[i]!).filter((_, n) => found[n] === 'finished' || found[n] === 'orphan');
       if (blocking.length > 0) for (const id of (await clearForReadd(queue, blocking)).locked) locked.add(id);
     }

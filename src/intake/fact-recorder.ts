@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { LedgerRepository } from '../ledger/repository.ts';
-import type { LedgerKey, NewLedgerRow } from '../ledger/types.ts';
+import { formatKey, type LedgerKey, type NewLedgerRow } from '../ledger/types.ts';
 import type { ChannelRoutes } from '../channels/routing.ts';
 import type { MappedEvent } from '../notices/types.ts';
 import type { NoticeMetrics } from '../observability/metrics.ts';
@@ -28,8 +28,14 @@ export interface PendingDelivery {
   userId?: string;
 }
 
-/** Hands pending rows to the transport (BullMQ); must throw if they were not durably enqueued. */
-export type EnqueueDeliveries = (items: readonly PendingDelivery[]) => Promise<void>;
+/**
+ * Hands pending rows to the transport (BullMQ); must throw if they were not durably enqueued. `batches` says which
+ * rows share a batch job (by formatKey), as planned before the rows were written.
+ */
+export type EnqueueDeliveries = (items: readonly PendingDelivery[], batches?: ReadonlyMap<string, string>) => Promise<void>;
+
+/** Which pending rows share a batch job (formatKey → job id): planned before the insert, so each row records its job. */
+export type PlanBatches = (items: readonly PendingDelivery[]) => ReadonlyMap<string, string>;
 
 export interface RecordCounts {
   ingested: number;
@@ -60,6 +66,8 @@ export class FactRecorder {
     private readonly now: () => number = Date.now,
     /** Revocations: facts taken back before they arrive are recorded revoked, unsent; NoticeRevoked facts ask for one. */
     private readonly revocations?: Pick<RevocationStore, 'revokedAmong' | 'request'>,
+    /** Batch jobs (deliver.rows_per_job); without it every row gets a job of its own. */
+    private readonly planBatches?: PlanBatches,
   ) {}
 
   async record(facts: readonly SourceFact[], options: RecordOptions = {}): Promise<RecordCounts> {
@@ -135,9 +143,12 @@ export class FactRecorder {
         }
       }
     }
+    // The batch a row rides in is written with the row: the reconciler counts a row of a live batch job as queued.
+    const batches = this.planBatches && pending.length > 1 ? this.planBatches(pending) : undefined;
+    if (batches && batches.size > 0) for (const row of rows) row.batchJobId = batches.get(formatKey(row)) ?? null;
     try {
       if (rows.length > 0) await this.insertIsolating(rows, pending);
-      if (pending.length > 0) await this.enqueue(pending);
+      if (pending.length > 0) await this.enqueue(pending, batches);
     } catch (err) {
       if (facts[0]) this.metrics?.enqueueErrors.inc({ source: facts[0].key.sourceName });
       throw err;

@@ -34,8 +34,8 @@ export class LedgerRepository {
     if (rows.length === 0) return 0;
     const columns =
       '(source_name, app_code, source_event_id, channel, event_type, user_id, notice_kind, status, payload, ' +
-      'last_error_code, last_error, attempt_count, source_row_id, source_created_at_ms, created_at_ms, updated_at_ms, supersede_key, supersede_version)';
-    const placeholders = rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)').join(', ');
+      'last_error_code, last_error, attempt_count, source_row_id, source_created_at_ms, created_at_ms, updated_at_ms, supersede_key, supersede_version, batch_job_id)';
+    const placeholders = rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)').join(', ');
     const params = rows.flatMap((r) => [
       r.sourceName,
       r.appCode,
@@ -54,6 +54,7 @@ export class LedgerRepository {
       nowMs,
       r.supersede ? supersedeKey(r.supersede.scope) : null,
       r.supersede ? r.supersede.version : null,
+      r.batchJobId ?? null,
     ]);
     // `ON DUPLICATE KEY UPDATE` with a no-op (rather than INSERT IGNORE) keeps real errors such as truncation loud.
     const [result] = await retryOnDeadlock(() =>
@@ -259,8 +260,8 @@ export class LedgerRepository {
     nowMs: number,
     pendingGraceMs: number,
     limit: number,
-  ): Promise<Array<LedgerKey & { eventType: string; noticeKind: string; status: string; userId: string }>> {
-    const columns = 'source_name, app_code, source_event_id, channel, event_type, notice_kind, status, user_id';
+  ): Promise<Array<LedgerKey & { eventType: string; noticeKind: string; status: string; userId: string; batchJobId: string | null }>> {
+    const columns = 'source_name, app_code, source_event_id, channel, event_type, notice_kind, status, user_id, batch_job_id';
     const [rows] = await this.pool.query<RowDataPacket[]>(
       `(SELECT ${columns} FROM ${TABLE} FORCE INDEX (idx_nde_status_updated) WHERE status = 'pending' AND updated_at_ms < ? ORDER BY updated_at_ms LIMIT ?)
        UNION ALL
@@ -280,6 +281,7 @@ export class LedgerRepository {
       noticeKind: r.notice_kind,
       status: r.status,
       userId: r.user_id,
+      batchJobId: r.batch_job_id ?? null,
     }));
   }
 
@@ -419,5 +421,6 @@ export function toLedgerRow(r: RowDataPacket): LedgerRow {
     supersedeVersion: r.supersede_version === null || r.supersede_version === undefined ? null : String(r.supersede_version),
     supersedeKey: r.supersede_key ? Buffer.from(r.supersede_key) : null,
     supersededBy: r.superseded_by ?? null,
+    batchJobId: r.batch_job_id ?? null,
   };
 }

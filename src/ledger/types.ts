@@ -27,6 +27,8 @@ export interface NewLedgerRow extends LedgerKey {
   sourceCreatedAtMs: number | null;
   /** Set for notices a newer version makes obsolete (see Supersede); absent otherwise. */
   supersede?: Supersede | null;
+  /** The batch job carrying the row's first attempt with others of its ingest batch; absent for a job of its own. */
+  batchJobId?: string | null;
 }
 
 /**
@@ -63,6 +65,8 @@ export interface LedgerRow extends LedgerKey {
   supersedeKey: Buffer | null;
   /** The source_event_id of the newer notice that made this one obsolete. */
   supersededBy: string | null;
+  /** The batch job that carried (or carries) the row's first attempt; null when it had a job of its own. */
+  batchJobId?: string | null;
 }
 
 export function formatKey(key: LedgerKey): string {

@@ -104,7 +104,8 @@ export async function inspectEvent(config: NoticeConfig, eventId: string): Promi
     return Promise.all(
       rows.map(async (row, i) => {
         if (!queues) return { ...timelines[i]!, payload: row.payload, job: 'unknown: Redis is unreachable' };
-        const job = await queues.getJob(row);
+        // A row's own job (retries, waits, dead letters), else the batch job carrying its first attempt.
+        const job = (await queues.getJob(row)) ?? (await queues.getBatchJob(row));
         // One event asked for by id: the payload is shown here, never in lists.
         return {
           ...timelines[i]!,

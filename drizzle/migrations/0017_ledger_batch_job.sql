@@ -1,0 +1,1 @@
+ALTER TABLE `notice_delivery_events` ADD `batch_job_id` varchar(64);
