@@ -1,7 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { PACE_DECREASE, PACE_FLOOR, PACE_HOLD_MS, PACE_SHARE, SendPacer, WARM_UP_MS, WARM_UP_SPACING } from '../src/tencent-im/send-pacer.ts';
+import {
+  PACE_DECREASE,
+  PACE_FLOOR,
+  PACE_HOLD_MS,
+  NO_LIMIT_RECHECK_MS,
+  PACE_SHARE,
+  SendPacer,
+  WARM_UP_MS,
+  WARM_UP_SPACING,
+} from '../src/tencent-im/send-pacer.ts';
 import { REDIS_URL } from './helpers/env.ts';
 
 /** The shared send clock, against the real Redis: slots are what makes "no sliding second above the limit" hold. */
@@ -107,6 +116,25 @@ describe('send pacer', () => {
     const { waitMs } = await pacer.reserve();
     expect(waitMs).toBeGreaterThan(250);
     expect(waitMs).toBeLessThanOrEqual(300);
+  });
+  it("with no rate limit one look at the back-off serves a burst of sends, and another process's back-off holds the next ones", async () => {
+    const shared = prefix();
+    const pacer = new SendPacer(connect(), shared, 0);
+    let looks = 0;
+    const reserve = pacer.reserve.bind(pacer);
+    pacer.reserve = (...args) => {
+      looks++;
+      return reserve(...args);
+    };
+    const burst = await Promise.all(Array.from({ length: 200 }, () => pacer.acquire()));
+    expect(burst.every((r) => r.sent)).toBe(true);
+    expect(looks).toBe(1);
+    await new SendPacer(connect(), shared, 0).backOff(300);
+    await new Promise((r) => setTimeout(r, NO_LIMIT_RECHECK_MS + 1));
+    const startedAt = performance.now();
+    await pacer.acquire();
+    expect(performance.now() - startedAt).toBeGreaterThan(250);
+    expect(looks).toBe(2);
   });
   it('a sender that cannot wait for the next free slot takes none, and hears when to come back', async () => {
     const shared = prefix();
