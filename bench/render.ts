@@ -300,7 +300,9 @@ export function renderMarkdown(r: Record<string, any>): string {
   }
   if (r.footprint)
     out.push(
-      `**Footprint**: Redis ${r.footprint.redis_bytes_per_waiting_job} bytes per waiting job; ingest peak RSS ${r.footprint.ingest_peak_rss_mb} MB.`,
+      r.footprint.redis_bytes_per_waiting_event === undefined
+        ? `**Footprint**: Redis ${r.footprint.redis_bytes_per_waiting_job} bytes per waiting job; ingest peak RSS ${r.footprint.ingest_peak_rss_mb} MB.`
+        : `**Footprint** (${r.footprint.waiting_events} events waiting in ${r.footprint.waiting_jobs} jobs): Redis ${r.footprint.redis_bytes_per_waiting_event} bytes per waiting event, ${r.footprint.redis_bytes_per_waiting_job} per waiting job; ingest peak RSS ${r.footprint.ingest_peak_rss_mb} MB.`,
       '',
     );
   out.push(...targets(r));

@@ -706,9 +706,17 @@ if (want('footprint')) {
     }
     await new Promise((r) => setTimeout(r, 500));
     const after = await world.counters();
+    // Batch jobs (deliver.rows_per_job) carry several events each: the bytes per waiting event are what scales.
+    const [jobs] = await world.env.notice.query<any[]>(
+      'SELECT COUNT(DISTINCT batch_job_id) AS batches, SUM(batch_job_id IS NULL) AS own FROM notice_delivery_events',
+    );
+    const waitingJobs = Number(jobs[0].batches) + Number(jobs[0].own);
+    const bytes = after.redisUsedMemory - before.redisUsedMemory;
     report.footprint = {
-      waiting_jobs: events,
-      redis_bytes_per_waiting_job: Math.round((after.redisUsedMemory - before.redisUsedMemory) / events),
+      waiting_events: events,
+      waiting_jobs: waitingJobs,
+      redis_bytes_per_waiting_event: Math.round(bytes / events),
+      redis_bytes_per_waiting_job: Math.round(bytes / waitingJobs),
       ingest_peak_rss_mb: processUsage(world)[0]!.peakRssMb,
     };
   } finally {
