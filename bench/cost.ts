@@ -3,6 +3,9 @@ import { createWorld, PIPELINE, processUsage, redisCommandsPerEvent, type World 
 import { STATUS_TABLE } from '../src/ledger/status.ts';
 import { preload } from './writer.ts';
 import { median } from './proc-stats.ts';
+import { summarise } from './profile-summary.ts';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { insertActivityRows, type ActivityRow } from '../test/helpers/activity.ts';
 
 /** One capacity run's cost: throughput and what each event cost every process and server. */
@@ -19,6 +22,8 @@ export interface CostRun {
   redis_commands_per_event: number;
   redis_commands_by_name: Record<string, number>;
   peak_rss_mb: Record<string, number>;
+  /** Each process's pid by role#n (where a profile run finds its profiles). */
+  pids: Record<string, number>;
 }
 
 export type CostVariant = 'c2c' | 'c2c_inbox_push';
@@ -76,10 +81,49 @@ export async function costRun(variant: CostVariant, events: number, imLatencyMs:
       redis_commands_per_event: Math.round(((after.redisCommands - before.redisCommands) / events) * 100) / 100,
       redis_commands_by_name: redisCommandsPerEvent(before, after, events),
       peak_rss_mb: Object.fromEntries(usage.map((u, i) => [`${u.role}#${i}`, u.peakRssMb])),
+      pids: Object.fromEntries(usage.map((u, i) => [`${u.role}#${i}`, u.pid])),
     };
   } finally {
     await world.close();
   }
+}
+
+/** A profile's summary for the report: the largest origins and functions by self time, as shares. */
+export interface ProfileDigest {
+  cpu_ms: number;
+  by_origin: Array<[string, number]>;
+  top_functions: Array<[string, number]>;
+}
+
+/**
+ * One cost run of this tree with V8's CPU profiler on in ingest and deliver (BENCH_PROFILE), summarised per process.
+ * Its CPU figures are the profiler's, so the measured runs stay unprofiled.
+ */
+export async function costProfile(variant: CostVariant, events: number, imLatencyMs: number): Promise<Record<string, ProfileDigest>> {
+  const dir = join('.tmp', 'prof');
+  const was = process.env.BENCH_PROFILE;
+  process.env.BENCH_PROFILE = '1';
+  let run: CostRun;
+  try {
+    run = await costRun(variant, events, imLatencyMs);
+  } finally {
+    if (was === undefined) delete process.env.BENCH_PROFILE;
+    else process.env.BENCH_PROFILE = was;
+  }
+  const files = existsSync(dir) ? readdirSync(dir) : [];
+  const digests: Record<string, ProfileDigest> = {};
+  for (const [role, pid] of Object.entries(run.pids)) {
+    const file = files.find((f) => f.includes(`.${pid}.`) && f.endsWith('.cpuprofile'));
+    if (!file) continue;
+    const s = summarise(JSON.parse(readFileSync(join(dir, file), 'utf8')));
+    const share = (ms: number) => Math.round((ms / s.totalMs) * 1000) / 10;
+    digests[role] = {
+      cpu_ms: Math.round(s.totalMs),
+      by_origin: s.byOrigin.slice(0, 8).map(([k, ms]) => [k, share(ms)]),
+      top_functions: s.byFunction.slice(0, 10).map(([k, ms]) => [k, share(ms)]),
+    };
+  }
+  return digests;
 }
 
 async function preloadActivity(world: World, events: number): Promise<void> {

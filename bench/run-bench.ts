@@ -26,7 +26,7 @@ import { waitFor } from '../test/helpers/env.ts';
 import { outboxWorker } from '../src/config/primitives.ts';
 import { RemoteFakeIm } from './remote-fake-im.ts';
 import { buildTree, COST_BASELINE_REF } from './baseline-tree.ts';
-import { costRun, summariseCost, type CostRun, type CostVariant } from './cost.ts';
+import { costProfile, costRun, summariseCost, type CostRun, type CostVariant } from './cost.ts';
 import { runSoak } from './soak.ts';
 
 const SMOKE = process.env.BENCH_SMOKE === '1';
@@ -621,6 +621,12 @@ if (want('cost')) {
     };
   }
   report.cost = out;
+}
+
+/** Where deliver's and ingest's CPU goes (issue 37): one profiled C2C cost run of this tree, summarised. */
+if (want('cost_profile')) {
+  log('cost_profile: one C2C cost run with the CPU profiler on');
+  report.cost_profile = { variant: 'c2c', events: SMOKE ? 300 : 20_000, processes: await costProfile('c2c', SMOKE ? 300 : 20_000, IM_LATENCY_MS) };
 }
 
 /** Memory that grows with traffic (issue 37): a soak on the baseline tree and on this one, one after the other. */
