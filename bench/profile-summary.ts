@@ -43,7 +43,11 @@ export function summarise(profile: Profile): { totalMs: number; byFunction: Arra
     const name = `${functionName || '(anonymous)'} ${where}${url ? `:${lineNumber + 1}` : ''}`;
     fn.set(name, (fn.get(name) ?? 0) + us);
     const bucket =
-      functionName === '(garbage collector)' ? '(garbage collector)' : where.includes('/') && !where.startsWith('@') ? where.split('/')[0]! : where;
+      functionName === '(garbage collector)'
+        ? '(garbage collector)'
+        : where.includes('/') && !where.startsWith('@') && !where.startsWith('(')
+          ? where.split('/')[0]!
+          : where;
     origin.set(bucket, (origin.get(bucket) ?? 0) + us);
   }
   const sorted = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).map(([k, us]) => [k, us / 1000] as [string, number]);
