@@ -148,7 +148,7 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
 
   async function processDelivery(job: Job<DeliverRowData>, token?: string): Promise<string> {
     // A row a batch job already failed for good: its job only shows the dead letter on the board.
-    if (typeof job.data.deadLetter === 'string') throw new UnrecoverableError(job.data.deadLetter);
+    if (typeof job.data?.deadLetter === 'string') throw new UnrecoverableError(job.data.deadLetter);
     if (!isDeliverJobData(job.data)) {
       // A ghost: the id was still queued but its hash was lost (partial Redis loss), so BullMQ hands over an empty
       // stub. Its key is unknowable from a hashed id; the reconciler re-adds the row from the ledger.

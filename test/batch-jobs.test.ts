@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { balanceChanged, insertWalletRows, ledgerStatusCounts } from './helpers/outbox.ts';
 import { jobCounts, startPipeline } from './helpers/pipeline.ts';
-import { deliverJobId, enqueueDeliveries } from '../queues/deliver-queue.ts';
+import { deliverJobId, enqueueDeliveries, EVENTS_STREAM_MAX_LEN } from '../queues/deliver-queue.ts';
 import { CHANNEL_TENCENT_IM_C2C } from '../src/ledger/types.ts';
 import type { NoticeProcess } from '../cli/run-roles.ts';
 
@@ -182,5 +182,21 @@ describe('batch jobs (deliver.rows_per_job)', () => {
       'every copy finished',
     );
     expect(env.fakeIm.messages()).toHaveLength(8);
+  });
+
+  it("keeps BullMQ's events stream (read by no one here) at about EVENTS_STREAM_MAX_LEN entries per queue", async () => {
+    env = await createTestEnv({ ...manualReconciler });
+    const ingest = await startPipeline(env.config, ['ingest']);
+    procs.push(ingest);
+    const queue = ingest.queues.queueFor({ channel: CHANNEL_TENCENT_IM_C2C, noticeKind: 'wallet_notice', appCode: 'lalu' });
+    await queue.waitUntilReady();
+    // Each add writes two entries (added, waiting): 1,500 jobs would leave 3,000 under BullMQ's default of 10,000.
+    await enqueueDeliveries(
+      ingest.queues,
+      Array.from({ length: 1500 }, (_, i) => ({ key: keyOf(i + 1), eventType: 'WalletBalanceChanged', noticeKind: 'wallet_notice', maxRetryCount: 3 })),
+    );
+    expect(await env.redis.hget(queue.toKey('meta'), 'opts.maxLenEvents')).toBe(String(EVENTS_STREAM_MAX_LEN));
+    // MAXLEN ~ trims whole stream nodes (100 entries each), so a little over the bound stays.
+    expect(await env.redis.xlen(queue.toKey('events'))).toBeLessThanOrEqual(EVENTS_STREAM_MAX_LEN + 200);
   });
 });
