@@ -268,7 +268,9 @@ export function renderMarkdown(r: Record<string, any>): string {
       `**Profile summary** (one ${p.variant} cost run of this tree, ${p.events} events, V8's CPU profiler on in ingest and deliver; share of each process's sampled time, idle excluded; \`BENCH_ONLY=cost_profile\`; a thread waiting in write(2) while MariaDB takes the packet on the same cores is sampled as writeBuffer)`,
       '',
     );
-    for (const [role, d] of Object.entries(p.processes as Record<string, { cpu_ms: number; by_origin: Array<[string, number]>; top_functions: Array<[string, number]> }>)) {
+    for (const [role, d] of Object.entries(
+      p.processes as Record<string, { cpu_ms: number; by_origin: Array<[string, number]>; top_functions: Array<[string, number]> }>,
+    )) {
       const list = (items: Array<[string, number]>) => items.map(([k, pct]) => `${k} ${pct} %`).join(', ');
       out.push(`- ${role} (${d.cpu_ms} ms sampled): by origin ${list(d.by_origin)}; top functions ${list(d.top_functions)}.`);
     }
