@@ -34,7 +34,11 @@ export class InboxReadState {
         hashes,
       ),
     );
-    const found = new Map(items.map((r) => [(r.fact_hash as Buffer).toString('hex'), Number(r.is_read) === 1 || Number(r.is_archived) === 1]));
+    const found = new Map<string, boolean>();
+    const note = (rows: RowDataPacket[]) => {
+      for (const r of rows) found.set((r.fact_hash as Buffer).toString('hex'), Number(r.is_read) === 1 || Number(r.is_archived) === 1);
+    };
+    note(items);
     const missing = facts.filter((f) => !found.has(factHash(f).toString('hex')));
     // No item: deleted by the user after it was delivered, or not written yet (its inbox row is still on its way).
     const delivered = new Set<string>();
@@ -46,6 +50,16 @@ export class InboxReadState {
       );
       for (const r of rows)
         delivered.add(factHash({ sourceName: String(r.source_name), appCode: String(r.app_code), sourceEventId: String(r.source_event_id) }).toString('hex'));
+      // An item written between the two reads above looks deleted (missing, yet delivered by the second read): look
+      // for those once more, so a push is never skipped as "deleted" for an item the user has not even seen.
+      const gone = [...delivered].map((hex) => Buffer.from(hex, 'hex'));
+      if (gone.length > 0) {
+        const [late] = await this.pool.query<RowDataPacket[]>(
+          `SELECT fact_hash, is_read, is_archived FROM notice_inbox_items WHERE fact_hash IN (${gone.map(() => '?').join(', ')})`,
+          gone,
+        );
+        note(late);
+      }
     }
     return facts.map((f) => {
       const hash = factHash(f).toString('hex');
