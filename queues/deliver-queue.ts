@@ -353,18 +353,13 @@ export async function addFollowUps(
 ): Promise<void> {
   await queue.addBulk(
     followUps.map((f) => {
-      const data: DeliverRowData = {
-        sourceName: f.row.sourceName,
-        appCode: f.row.appCode,
-        sourceEventId: f.row.sourceEventId,
-        channel: f.row.channel,
-        eventType: f.row.eventType,
-      };
+      const item: EnqueueItem = { key: f.row, eventType: f.row.eventType, noticeKind: f.row.noticeKind, userId: f.row.userId, maxRetryCount: f.maxRetryCount };
+      const data = rowData(item);
       if (f.deadLetter !== undefined) data.deadLetter = f.deadLetter;
       return {
-        name: deliverJobName({ key: data, eventType: data.eventType, noticeKind: f.row.noticeKind, userId: f.row.userId }),
+        name: deliverJobName(item),
         data,
-        opts: { ...deliverJobOptions(data, f.maxRetryCount), ...(f.delayMs > 0 ? { delay: f.delayMs } : {}) },
+        opts: { ...deliverJobOptions(item.key, item.maxRetryCount), ...(f.delayMs > 0 ? { delay: f.delayMs } : {}) },
       };
     }),
   );
