@@ -464,6 +464,12 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   }
   let capShort = 0;
   for (const [user, ids] of pushIdsOfUser) if (ids.length >= cap && (pushesOfUser.get(user) ?? 0) < cap) capShort++;
+  // What the cap counted for a user: every push the ledger says went out, delivered or unconfirmed. An unconfirmed one
+  // that never reached fake-im (the call timed out before it was processed) still fills the cap — the over-count
+  // capShort reports — so the user's later FREQUENCY_CAP rows are justified, not lost.
+  const spentOfUser = new Map<string, number>();
+  for (const [user, ids] of pushIdsOfUser)
+    spentOfUser.set(user, ids.filter((id) => ['delivered', 'delivered_unconfirmed'].includes(ledgerByKey.get(`${id}|tencent_push`)?.status as string)).length);
 
   const failedByCode: Record<string, number> = {};
   for (const r of ledger)
@@ -507,7 +513,10 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
         // Right only if the user chose it (and the kind is not mandatory) or the cap was full: otherwise a lost notice.
         const chosen =
           row.last_error_code === 'PREFERENCE' && isOff(fact.app, fact.user, fact.kind, channel) && !env.config.preferences.mandatory_kinds.includes(fact.kind);
-        const capped = row.last_error_code === 'FREQUENCY_CAP' && channel === 'tencent_push' && (pushesOfUser.get(fact.user) ?? 0) >= cap;
+        const capped =
+          row.last_error_code === 'FREQUENCY_CAP' &&
+          channel === 'tencent_push' &&
+          Math.max(pushesOfUser.get(fact.user) ?? 0, spentOfUser.get(fact.user) ?? 0) >= cap;
         if (!chosen && !capped) counts.lost++;
         else counts.suppressed++;
         if (got.length > 0) {
