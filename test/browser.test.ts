@@ -7,7 +7,7 @@ import type { Browser } from 'playwright-core';
 import { launchChromium, SCREENSHOT_DIR } from './helpers/browser.ts';
 import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { balanceChanged, insertWalletRows, ledgerStatusCounts } from './helpers/outbox.ts';
-import { jobCounts, startPipeline } from './helpers/pipeline.ts';
+import { jobCounts, queueActivity, startPipeline } from './helpers/pipeline.ts';
 import type { NoticeProcess } from '../cli/run-roles.ts';
 
 let env: TestEnv | undefined;
@@ -119,6 +119,10 @@ describe('dashboard in a real browser', () => {
     await waitFor(
       () => ledgerStatusCounts(env!.notice),
       (c) => c.delivered === 1,
+    );
+    await waitFor(
+      () => queueActivity(proc!),
+      (c) => c.moving === 0,
     );
     const base = `http://127.0.0.1:${proc.dashboard!.port}/admin`;
     // The attacker's origin: another port is another origin (and localhost another site than 127.0.0.1).

@@ -2,7 +2,7 @@ import { hostname, userInfo } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { balanceChanged, insertWalletRows, ledgerStatusCounts } from './helpers/outbox.ts';
-import { jobCounts, startPipeline } from './helpers/pipeline.ts';
+import { jobCounts, queueActivity, startPipeline } from './helpers/pipeline.ts';
 import { spawnNotice } from './helpers/spawn.ts';
 import type { NoticeProcess } from '../cli/run-roles.ts';
 
@@ -32,6 +32,12 @@ async function setup(dashboard: Record<string, unknown> = {}) {
   await waitFor(
     () => ledgerStatusCounts(env!.notice),
     (c) => c.delivered === 1 && c.failed === 1,
+  );
+  // The ledger settles before the queues do: the batch job that carried both rows is still finishing, and the failed
+  // row's dead-letter job is added when it ends. Tests that compare job counts need the queues at rest.
+  await waitFor(
+    () => queueActivity(proc!),
+    (c) => c.moving === 0 && c.failed === 1,
   );
   const base = `http://127.0.0.1:${proc.dashboard!.port}/admin`;
   return { base };

@@ -14,3 +14,10 @@ export async function jobCounts(proc: NoticeProcess): Promise<number> {
   const counts = await Promise.all(proc.queues.all.map((q) => q.getJobCountByTypes('wait', 'delayed', 'prioritized', 'completed', 'failed', 'active')));
   return counts.reduce((a, b) => a + b, 0);
 }
+
+/** Jobs still moving (waiting, delayed, active) and failed, over every queue: a test comparing job counts waits for moving 0. */
+export async function queueActivity(proc: NoticeProcess): Promise<{ moving: number; failed: number }> {
+  const counts = await Promise.all(proc.queues.all.map((q) => q.getJobCounts('wait', 'delayed', 'prioritized', 'active', 'failed')));
+  const sum = (state: string) => counts.reduce((n, c) => n + (c[state] ?? 0), 0);
+  return { moving: sum('wait') + sum('delayed') + sum('prioritized') + sum('active'), failed: sum('failed') };
+}
