@@ -39,11 +39,10 @@ export class IngestRole implements Role {
     const recorderFor = (maxRetryCount: number) =>
       new FactRecorder(
         ledger,
-        (items, batches) =>
+        (items) =>
           enqueueDeliveries(
             queues,
             items.map((i) => ({ ...i, maxRetryCount })),
-            batches,
           ),
         routes,
         logger,

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { formatKey, type LedgerKey } from '../src/ledger/types.ts';
+import type { LedgerKey } from '../src/ledger/types.ts';
 
 /**
  * The contract between ingest and deliver: one BullMQ queue per (channel, notice kind with a queue of its own), and
@@ -249,24 +249,25 @@ export interface EnqueueItem {
   maxRetryCount: number;
   /** The recipient, for the job's name only (it is not job data). */
   userId?: string;
+  /** The batch job this item's first attempt rides in (planBatches); without one, a job of its own. */
+  batchJobId?: string | null;
 }
 
-/** Which batch job each row's first attempt rides in, by formatKey; rows not in it have jobs of their own. */
-export type BatchPlan = ReadonlyMap<string, string>;
-
 /**
- * Splits items into batch jobs: per queue, in order, chunks of up to `rowsPerJob`. A chunk of one keeps a job of its
- * own (a batch buys nothing there), as does every item when rowsPerJob is 1.
+ * Splits items into batch jobs: per queue, in order, chunks of up to `rowsPerJob`. Returns each item's batch job id,
+ * by index (null: a job of its own). A chunk of one keeps a job of its own (a batch buys nothing there), as does
+ * every item when rowsPerJob is 1.
  */
-export function planBatches(queues: DeliverQueues, items: ReadonlyArray<Pick<EnqueueItem, 'key' | 'noticeKind'>>, rowsPerJob: number): BatchPlan {
-  const plan = new Map<string, string>();
+export function planBatches(queues: DeliverQueues, items: ReadonlyArray<Pick<EnqueueItem, 'key' | 'noticeKind'>>, rowsPerJob: number): Array<string | null> {
+  const plan: Array<string | null> = new Array(items.length).fill(null);
   if (rowsPerJob <= 1) return plan;
-  for (const list of groupByQueue(queues, items).values())
+  const indexed = items.map((item, index) => ({ key: item.key, noticeKind: item.noticeKind, index }));
+  for (const list of groupByQueue(queues, indexed).values())
     for (let i = 0; i < list.length; i += rowsPerJob) {
       const chunk = list.slice(i, i + rowsPerJob);
       if (chunk.length < 2) continue;
       const id = batchJobId(chunk.map((item) => item.key));
-      for (const item of chunk) plan.set(formatKey(item.key), id);
+      for (const item of chunk) plan[item.index] = id;
     }
   return plan;
 }
@@ -282,13 +283,13 @@ function groupByQueue<T extends Pick<EnqueueItem, 'key' | 'noticeKind'>>(queues:
   return byQueue;
 }
 
-/** Adds jobs to their kinds' queues, the rows of a batch plan as its batch jobs; see addToQueue. */
-export async function enqueueDeliveries(queues: DeliverQueues, items: readonly EnqueueItem[], plan?: BatchPlan): Promise<void> {
+/** Adds jobs to their kinds' queues, items that name a batch job as that batch job's rows; see addToQueue. */
+export async function enqueueDeliveries(queues: DeliverQueues, items: readonly EnqueueItem[]): Promise<void> {
   const byQueue = groupByQueue(queues, items);
   // The most urgent kinds' queues first (DeliverQueues.all order), so their jobs are waiting soonest.
   for (const queue of queues.all) {
     const list = byQueue.get(queue);
-    if (list) await addToQueue(queue, list, plan);
+    if (list) await addToQueue(queue, list);
   }
 }
 
@@ -324,12 +325,12 @@ export const BATCH_JOB_OPTIONS = {
 type BulkJob = Parameters<Queue<DeliverJobData>['addBulk']>[0][number];
 
 /** Adds jobs in chunks; `addBulk` is atomic per chunk and a duplicate id is ignored by BullMQ. */
-export async function addToQueue(queue: Queue<DeliverJobData>, items: readonly EnqueueItem[], plan?: BatchPlan, chunkSize = 500): Promise<void> {
+export async function addToQueue(queue: Queue<DeliverJobData>, items: readonly EnqueueItem[], chunkSize = 500): Promise<void> {
   const jobs: BulkJob[] = [];
   const batches = new Map<string, EnqueueItem[]>();
   for (const item of items) {
-    const batch = plan?.get(formatKey(item.key));
-    if (batch === undefined) {
+    const batch = item.batchJobId;
+    if (!batch) {
       jobs.push({ name: deliverJobName(item), data: rowData(item), opts: deliverJobOptions(item.key, item.maxRetryCount) });
       continue;
     }

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { LedgerRepository } from '../ledger/repository.ts';
-import { formatKey, type LedgerKey, type NewLedgerRow } from '../ledger/types.ts';
+import type { LedgerKey, NewLedgerRow } from '../ledger/types.ts';
 import type { ChannelRoutes } from '../channels/routing.ts';
 import type { MappedEvent } from '../notices/types.ts';
 import type { NoticeMetrics } from '../observability/metrics.ts';
@@ -26,16 +26,15 @@ export interface PendingDelivery {
   eventType: string;
   noticeKind: string;
   userId?: string;
+  /** The batch job that carries the row's first attempt (PlanBatches), recorded with the row. */
+  batchJobId?: string | null;
 }
 
-/**
- * Hands pending rows to the transport (BullMQ); must throw if they were not durably enqueued. `batches` says which
- * rows share a batch job (by formatKey), as planned before the rows were written.
- */
-export type EnqueueDeliveries = (items: readonly PendingDelivery[], batches?: ReadonlyMap<string, string>) => Promise<void>;
+/** Hands pending rows to the transport (BullMQ), a row naming a batch job in that job; must throw if they were not durably enqueued. */
+export type EnqueueDeliveries = (items: readonly PendingDelivery[]) => Promise<void>;
 
-/** Which pending rows share a batch job (formatKey → job id): planned before the insert, so each row records its job. */
-export type PlanBatches = (items: readonly PendingDelivery[]) => ReadonlyMap<string, string>;
+/** Each pending row's batch job (by index; null: a job of its own): planned before the insert, so each row records its job. */
+export type PlanBatches = (items: readonly PendingDelivery[]) => ReadonlyArray<string | null>;
 
 export interface RecordCounts {
   ingested: number;
@@ -74,6 +73,8 @@ export class FactRecorder {
     const counts: RecordCounts = { ingested: 0, skipped: 0, malformed: 0, parked: 0 };
     const rows: NewLedgerRow[] = [];
     const pending: PendingDelivery[] = [];
+    // The ledger row of each pending delivery, by index.
+    const pendingRows: NewLedgerRow[] = [];
     // One statement per batch: which of these facts somebody already asked to take back.
     const revoked = this.revocations ? await this.revocations.revokedAmong(facts.map((f) => f.key)) : new Set<string>();
     // A fact and its NoticeRevoked in the same batch: the fact is recorded revoked, never enqueued.
@@ -129,7 +130,7 @@ export class FactRecorder {
         const parked = options.parked?.(key) === true;
         if (parked) counts.parked++;
         for (const channel of channels) {
-          rows.push({
+          const row: NewLedgerRow = {
             ...base,
             channel,
             status: takenBack ? 'revoked' : 'pending',
@@ -137,18 +138,23 @@ export class FactRecorder {
             lastErrorCode: takenBack ? 'REVOKED' : null,
             lastError: takenBack ? 'taken back before it arrived' : null,
             supersede: mapped.supersede ?? null,
-          });
-          if (!parked && !takenBack)
+          };
+          rows.push(row);
+          if (!parked && !takenBack) {
             pending.push({ key: { ...key, channel }, eventType: mapped.eventType, noticeKind: mapped.noticeKind, userId: mapped.userId });
+            pendingRows.push(row);
+          }
         }
       }
     }
     // The batch a row rides in is written with the row: the reconciler counts a row of a live batch job as queued.
-    const batches = this.planBatches && pending.length > 1 ? this.planBatches(pending) : undefined;
-    if (batches && batches.size > 0) for (const row of rows) row.batchJobId = batches.get(formatKey(row)) ?? null;
+    if (this.planBatches && pending.length > 1) {
+      const batches = this.planBatches(pending);
+      for (let i = 0; i < pending.length; i++) pending[i]!.batchJobId = pendingRows[i]!.batchJobId = batches[i] ?? null;
+    }
     try {
       if (rows.length > 0) await this.insertIsolating(rows, pending);
-      if (pending.length > 0) await this.enqueue(pending, batches);
+      if (pending.length > 0) await this.enqueue(pending);
     } catch (err) {
       if (facts[0]) this.metrics?.enqueueErrors.inc({ source: facts[0].key.sourceName });
       throw err;
