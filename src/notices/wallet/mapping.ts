@@ -35,12 +35,9 @@ export function mapWalletOutboxRow(row: OutboxRow, recordedAtMs: number, languag
   } catch (err) {
     return malformed(`payload is not valid JSON: ${(err as Error).message.slice(0, 200)}`);
   }
-  const common = {
-    event_type: eventType,
-    event_id: row.event_id,
-    app_code: row.app_code,
-  };
   const sourceCreatedAtMs = typeof row.created_at_ms === 'number' && Number.isSafeInteger(row.created_at_ms) ? row.created_at_ms : null;
+  // Each payload is one literal with its fields written out: begun with a spread of the shared fields, V8 built it
+  // field by field on a slow path (13 µs a row against 3.6, measured on the compiled mapping).
   let payload: Record<string, unknown>;
   let supersede: Supersede | undefined;
   if (eventType === 'WalletBalanceChanged') {
@@ -48,7 +45,9 @@ export function mapWalletOutboxRow(row: OutboxRow, recordedAtMs: number, languag
     if (!parsed.success) return malformed(`WalletBalanceChanged payload: ${describeZodError(parsed.error)}`);
     const p = parsed.data;
     payload = {
-      ...common,
+      event_type: eventType,
+      event_id: row.event_id,
+      app_code: row.app_code,
       transaction_id: p.transaction_id,
       command_id: p.command_id,
       user_id: userId,
@@ -69,7 +68,9 @@ export function mapWalletOutboxRow(row: OutboxRow, recordedAtMs: number, languag
     if (!parsed.success) return malformed(`VipActivated payload: ${describeZodError(parsed.error)}`);
     const p = parsed.data;
     payload = {
-      ...common,
+      event_type: eventType,
+      event_id: row.event_id,
+      app_code: row.app_code,
       transaction_id: p.transaction_id,
       command_id: p.command_id,
       user_id: userId,
