@@ -42,7 +42,7 @@ export class IngestRole implements Role {
         (items) =>
           enqueueDeliveries(
             queues,
-            items.map((i) => ({ ...i, maxRetryCount })),
+            items.map((i) => ({ key: i.key, eventType: i.eventType, noticeKind: i.noticeKind, userId: i.userId, batchJobId: i.batchJobId, maxRetryCount })),
           ),
         routes,
         logger,

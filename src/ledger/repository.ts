@@ -36,26 +36,29 @@ export class LedgerRepository {
       '(source_name, app_code, source_event_id, channel, event_type, user_id, notice_kind, status, payload, ' +
       'last_error_code, last_error, attempt_count, source_row_id, source_created_at_ms, created_at_ms, updated_at_ms, supersede_key, supersede_version, batch_job_id)';
     const placeholders = rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)').join(', ');
-    const params = rows.flatMap((r) => [
-      r.sourceName,
-      r.appCode,
-      r.sourceEventId,
-      r.channel,
-      r.eventType,
-      r.userId,
-      r.noticeKind,
-      r.status,
-      r.payload,
-      r.lastErrorCode,
-      clip(r.lastError),
-      r.sourceRowId,
-      r.sourceCreatedAtMs,
-      nowMs,
-      nowMs,
-      r.supersede ? supersedeKey(r.supersede.scope) : null,
-      r.supersede ? r.supersede.version : null,
-      r.batchJobId ?? null,
-    ]);
+    // One flat array pushed row by row: flatMap's array per row was most of this method's time in ingest's profile.
+    const params: unknown[] = [];
+    for (const r of rows)
+      params.push(
+        r.sourceName,
+        r.appCode,
+        r.sourceEventId,
+        r.channel,
+        r.eventType,
+        r.userId,
+        r.noticeKind,
+        r.status,
+        r.payload,
+        r.lastErrorCode,
+        clip(r.lastError),
+        r.sourceRowId,
+        r.sourceCreatedAtMs,
+        nowMs,
+        nowMs,
+        r.supersede ? supersedeKey(r.supersede.scope) : null,
+        r.supersede ? r.supersede.version : null,
+        r.batchJobId ?? null,
+      );
     // `ON DUPLICATE KEY UPDATE` with a no-op (rather than INSERT IGNORE) keeps real errors such as truncation loud.
     const [result] = await retryOnDeadlock(() =>
       this.pool.query<ResultSetHeader>(`INSERT INTO ${TABLE} ${columns} VALUES ${placeholders} ON DUPLICATE KEY UPDATE source_name = source_name`, params),
