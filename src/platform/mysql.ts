@@ -24,6 +24,9 @@ export function createMysqlPool(url: string, size: number, extra: Partial<PoolOp
     charset: 'utf8mb4',
     multipleStatements: false,
     jsonStrings: true,
+    // No long stack traces: each query captured one (2.3 % of deliver's CPU in its profile) for errors that are only
+    // ever logged by name and message (describeError).
+    trace: false,
     ...extra,
   });
 }
