@@ -171,6 +171,7 @@ export class DeliverRole implements Role {
       portsFor: (channel) => ports.get(channel),
       queueNamed: (name) => queueByName.get(name),
       rowLimit: (queueName) => rowLimits.get(queueName) ?? pLimit(1),
+      rowStatus: async (key) => (await ledger.get(key))?.status ?? null,
       retryBaseMs: this.config.deliver.retry_base_delay,
       retryMaxMs: this.config.deliver.retry_max_delay,
       logger: this.logger,

@@ -21,6 +21,8 @@ export interface DeliverProcessorDeps {
    * kind's slow rows never hold the slots of another's.
    */
   rowLimit(queueName: string): LimitFunction;
+  /** The row's ledger status now (null: no row), for a dead letter that may have been requeued meanwhile. */
+  rowStatus(key: LedgerKey): Promise<string | null>;
   logger: Logger;
   metrics?: NoticeMetrics;
 }
@@ -146,9 +148,20 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
     });
   }
 
+  /**
+   * A row a batch job failed for good: its job only shows the dead letter on the board. The batch adds it after its
+   * other rows are done, so an operator may have requeued the row in between (and it may be delivered by now): then
+   * there is no dead letter to show, and the job completes.
+   */
+  async function showDeadLetter(data: DeliverRowData, reason: string): Promise<string> {
+    const key: LedgerKey = { sourceName: data.sourceName, appCode: data.appCode, sourceEventId: data.sourceEventId, channel: data.channel };
+    const status = await deps.rowStatus(key);
+    if (status !== null && status !== 'failed') return `dead-letter-outdated: the row is ${status} now`;
+    throw new UnrecoverableError(reason);
+  }
+
   async function processDelivery(job: Job<DeliverRowData>, token?: string): Promise<string> {
-    // A row a batch job already failed for good: its job only shows the dead letter on the board.
-    if (typeof job.data?.deadLetter === 'string') throw new UnrecoverableError(job.data.deadLetter);
+    if (typeof job.data?.deadLetter === 'string' && isDeliverJobData(job.data)) return showDeadLetter(job.data, job.data.deadLetter);
     if (!isDeliverJobData(job.data)) {
       // A ghost: the id was still queued but its hash was lost (partial Redis loss), so BullMQ hands over an empty
       // stub. Its key is unknowable from a hashed id; the reconciler re-adds the row from the ledger.

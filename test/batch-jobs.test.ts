@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { balanceChanged, insertWalletRows, ledgerStatusCounts } from './helpers/outbox.ts';
-import { jobCounts, startPipeline } from './helpers/pipeline.ts';
-import { deliverJobId, enqueueDeliveries, EVENTS_STREAM_MAX_LEN } from '../queues/deliver-queue.ts';
+import { jobCounts, queueActivity, startPipeline } from './helpers/pipeline.ts';
+import { addFollowUps, deliverJobId, enqueueDeliveries, EVENTS_STREAM_MAX_LEN } from '../queues/deliver-queue.ts';
 import { CHANNEL_TENCENT_IM_C2C } from '../src/ledger/types.ts';
 import type { NoticeProcess } from '../cli/run-roles.ts';
 
@@ -99,6 +99,45 @@ describe('batch jobs (deliver.rows_per_job)', () => {
     const accepted = env.fakeIm.messages();
     expect(accepted).toHaveLength(9);
     expect(new Set(accepted.map((m) => JSON.parse(m.data).event_id)).size).toBe(9);
+  });
+
+  it('a dead letter added after its row was requeued (and delivered) completes instead of showing a failure', async () => {
+    env = await createTestEnv({ deliver: { rows_per_job: 16 } });
+    env.fakeIm.setFaults({ not_imported: ['10003'] });
+    await insertWalletRows(
+      env.owner,
+      env.config.wallet_database,
+      Array.from({ length: 3 }, (_, i) => balanceChanged(i + 1)),
+    );
+    const proc = await startPipeline(env.config);
+    procs.push(proc);
+    await waitFor(
+      () => ledgerStatusCounts(env!.notice),
+      (c) => c.delivered === 2 && c.failed === 1,
+      15_000,
+      '2 delivered, 1 failed',
+    );
+    await waitFor(
+      () => queueActivity(proc),
+      (c) => c.moving === 0 && c.failed === 1,
+      10_000,
+      'the dead letter in place',
+    );
+    // The batch's hand-off arriving late: row 1 was failed when the batch finished it, an operator requeued it, and
+    // it was delivered before the batch added its dead letter (the requeue's job, completed, is gone).
+    const queue = proc.queues.queueFor({ channel: CHANNEL_TENCENT_IM_C2C, noticeKind: 'wallet_notice', appCode: 'lalu' });
+    const late = { ...keyOf(1), eventType: 'WalletBalanceChanged', noticeKind: 'wallet_notice', userId: '10001' };
+    await addFollowUps(queue, [{ row: late, maxRetryCount: 3, delayMs: 0, deadLetter: 'tencent_im_c2c 20003: not an IM account' }]);
+    await waitFor(
+      async () => (await queue.getJobCounts('wait', 'active', 'completed')) as Record<string, number>,
+      (c) => c.wait === 0 && c.active === 0,
+      10_000,
+      'the late dead letter processed',
+    );
+    const failed = await queue.getFailed();
+    expect(failed.map((j) => j.id)).toEqual([deliverJobId(keyOf(3))]);
+    expect(await queue.getJob(deliverJobId(keyOf(1)))).toBeUndefined();
+    expect(env.fakeIm.messages()).toHaveLength(2);
   });
 
   it('the reconciler counts rows of a live batch job as queued, and gives them jobs of their own once it is lost', async () => {
