@@ -196,17 +196,23 @@ if (want('preferences')) {
 
 if (want('capacity')) {
   const events = SMOKE ? 500 : 20_000;
-  for (const [ingest, deliver] of [
-    [1, 1],
-    [2, 2],
+  // At concurrency 64 one deliver process is bound by sends in flight (64 rows / the ~34 ms each row takes with
+  // fake-im's 20 ms), not by CPU; the same 1 + 1 at 128 shows what the process does when given more in flight.
+  for (const [ingest, deliver, concurrency] of [
+    [1, 1, 64],
+    [2, 2, 64],
+    [1, 1, 128],
   ] as const) {
+    if (SMOKE && concurrency !== 64) continue;
+    const overrides = { deliver: { ...PIPELINE.deliver, concurrency } };
     const runs: Array<Awaited<ReturnType<typeof capacity>>> = [];
     for (let i = 0; i < RUNS; i++) {
-      log(`capacity ${ingest}+${deliver}, run ${i + 1}/${RUNS}, ${events} events`);
-      runs.push(await capacity(ingest, deliver, events));
+      log(`capacity ${ingest}+${deliver} at concurrency ${concurrency}, run ${i + 1}/${RUNS}, ${events} events`);
+      runs.push(await capacity(ingest, deliver, events, overrides));
     }
-    report[`capacity_${ingest}x${deliver}`] = {
+    report[`capacity_${ingest}x${deliver}${concurrency === 64 ? '' : `_c${concurrency}`}`] = {
       events,
+      concurrency,
       runs: runs.map((r) => r.events_per_second),
       median_events_per_second: medianOf(runs, (r) => r.events_per_second),
       median_cpu_s_per_1k: Object.fromEntries(
