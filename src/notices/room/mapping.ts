@@ -33,8 +33,6 @@ export function mapRoomFact(fact: RoomFact, recordedAtMs: number, languageField 
       };
     }
   }
-  const common = { event_type: fact.event_type, event_id: fact.event_id, app_code: fact.app_code, room_id: fact.room_id };
-  const stamps = { created_at_ms: recordedAtMs, source_created_at_ms: fact.created_at_ms ?? null };
   const malformed = (field: string, reason: string): MappedEvent => {
     const guessed = (raw as Record<string, unknown> | null)?.[field];
     return {
@@ -49,14 +47,20 @@ export function mapRoomFact(fact: RoomFact, recordedAtMs: number, languageField 
     const parsed = roomRocketRewardGrantedPayload.safeParse(raw);
     if (!parsed.success) return malformed('reward_user_id', describeZodError(parsed.error));
     const p = parsed.data;
-    const payload = {
-      ...common,
+    // Literals with their fields written out, optional ones added in order: a literal begun with a spread takes
+    // V8's slow path (see the wallet mapping).
+    const payload: Record<string, unknown> = {
+      event_type: fact.event_type,
+      event_id: fact.event_id,
+      app_code: fact.app_code,
+      room_id: fact.room_id,
       reward_user_id: p.reward_user_id,
       rocket_level: p.rocket_level,
       reward_items: p.reward_items,
-      ...(p.rocket_id !== undefined ? { rocket_id: p.rocket_id } : {}),
-      ...stamps,
     };
+    if (p.rocket_id !== undefined) payload.rocket_id = p.rocket_id;
+    payload.created_at_ms = recordedAtMs;
+    payload.source_created_at_ms = fact.created_at_ms ?? null;
     return toNotice(payload, { eventType: fact.event_type, userId: p.reward_user_id, noticeKind: ROOM_NOTICE }, undefined, {
       owner: raw,
       field: languageField,
@@ -66,12 +70,16 @@ export function mapRoomFact(fact: RoomFact, recordedAtMs: number, languageField 
   if (!parsed.success) return malformed('target_user_id', describeZodError(parsed.error));
   const p = parsed.data;
   const payload: Record<string, unknown> = {
-    ...common,
+    event_type: fact.event_type,
+    event_id: fact.event_id,
+    app_code: fact.app_code,
+    room_id: fact.room_id,
     target_user_id: p.target_user_id,
     operator_user_id: p.operator_user_id,
     reason: p.reason,
-    ...(p.ban_until_ms !== undefined && p.ban_until_ms !== null ? { ban_until_ms: p.ban_until_ms } : {}),
-    ...stamps,
   };
+  if (p.ban_until_ms !== undefined && p.ban_until_ms !== null) payload.ban_until_ms = p.ban_until_ms;
+  payload.created_at_ms = recordedAtMs;
+  payload.source_created_at_ms = fact.created_at_ms ?? null;
   return toNotice(payload, { eventType: fact.event_type, userId: p.target_user_id, noticeKind: ROOM_NOTICE }, undefined, { owner: raw, field: languageField });
 }
