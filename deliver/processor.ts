@@ -123,7 +123,8 @@ export function createDeliverProcessor(deps: DeliverProcessorDeps) {
     });
     return limit(async () => {
       try {
-        const decision = await oneAtATime(key, () => deliverOnce(ports, key));
+        // dueOnly: a re-run of this batch job (its hand-off failed) finds rows already waiting for a retry.
+        const decision = await oneAtATime(key, () => deliverOnce(ports, key, { dueOnly: true }));
         switch (decision.action) {
           case 'complete':
             return { result: decision.result };

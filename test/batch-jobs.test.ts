@@ -140,6 +140,44 @@ describe('batch jobs (deliver.rows_per_job)', () => {
     expect(env.fakeIm.messages()).toHaveLength(2);
   });
 
+  it('a batch job run again after a failed hand-off leaves a row waiting for its retry until it is due', async () => {
+    env = await createTestEnv({ deliver: { rows_per_job: 16, retry_base_delay: '1s', retry_max_delay: '1s' } });
+    await insertWalletRows(
+      env.owner,
+      env.config.wallet_database,
+      Array.from({ length: 3 }, (_, i) => balanceChanged(i + 1)),
+    );
+    const ingest = await startPipeline(env.config, ['ingest']);
+    procs.push(ingest);
+    await waitFor(
+      () => ledgerStatusCounts(env!.notice),
+      (c) => c.pending === 3,
+      10_000,
+      '3 pending',
+    );
+    expect(await jobCounts(ingest)).toBe(1);
+    // As the batch's first run leaves it when its hand-off fails: row 2 recorded retryable (attempt 1, due in 2.5 s)
+    // with no job of its own, and the batch job run again with all three rows.
+    const dueAt = Date.now() + 2500;
+    await env.notice.query(
+      "UPDATE notice_delivery_events SET status = 'retryable', attempt_count = 1, claim_count = 1, next_retry_at_ms = ?, last_error_code = '70500' WHERE source_event_id = ?",
+      [dueAt, keyOf(2).sourceEventId],
+    );
+    procs.push(await startPipeline(env.config, ['deliver']));
+    await waitFor(
+      () => ledgerStatusCounts(env!.notice),
+      (c) => c.delivered === 3,
+      15_000,
+      '3 delivered',
+    );
+    const toRow2 = env.fakeIm.messages().filter((m) => m.toAccount === '10002');
+    expect(toRow2).toHaveLength(1);
+    expect(toRow2[0]!.receivedAtMs).toBeGreaterThanOrEqual(dueAt);
+    const [rows] = await env.notice.query<any[]>('SELECT attempt_count FROM notice_delivery_events WHERE source_event_id = ?', [keyOf(2).sourceEventId]);
+    expect(rows[0].attempt_count).toBe(2);
+    expect(env.fakeIm.messages()).toHaveLength(3);
+  });
+
   it('the reconciler counts rows of a live batch job as queued, and gives them jobs of their own once it is lost', async () => {
     env = await createTestEnv({ ...manualReconciler, deliver: { rows_per_job: 16 } });
     await insertWalletRows(

@@ -10,7 +10,8 @@ import { errorCodeLabel } from '../observability/error-code-label.ts';
 
 /** The ledger writes one delivery needs; every one is conditional on this worker's claim. */
 export interface DeliveryLedger {
-  claim(key: LedgerKey): Promise<ClaimResult>;
+  /** `dueOnly`: leave a row whose next_retry_at_ms is still ahead unclaimed (see BatchedLedger.claim). */
+  claim(key: LedgerKey, options?: { dueOnly?: boolean }): Promise<ClaimResult>;
   recordDelivered(key: LedgerKey, ref: string): Promise<boolean>;
   recordSuperseded(key: LedgerKey, newerEventId: string): Promise<boolean>;
   recordExpired(key: LedgerKey, reason: string, nowMs: number): Promise<boolean>;
@@ -74,7 +75,7 @@ export type DeliveryDecision =
  * conditional, so a stale or duplicate job can never send an event another worker owns or has finished. Plain over
  * its ports: the BullMQ adapter (deliver/processor.ts) only maps the decision onto the job.
  */
-export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey): Promise<DeliveryDecision> {
+export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey, options: { dueOnly?: boolean } = {}): Promise<DeliveryDecision> {
   const now = ports.now ?? Date.now;
   const { ledger, channel } = ports;
   const story = (entry: Omit<HistoryEntry, 'key' | 'actor' | 'atMs'>) => ports.history?.({ key, actor: ports.workerId, atMs: now(), ...entry });
@@ -82,7 +83,7 @@ export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey): Promise
   let child: Logger | undefined;
   const log = () => (child ??= ports.logger.child({ event_id: key.sourceEventId, source: key.sourceName, channel: key.channel }));
 
-  const claim = await ledger.claim(key);
+  const claim = await ledger.claim(key, options);
   if (!claim.claimed) {
     const row = claim.row;
     if (!row) {
@@ -91,6 +92,9 @@ export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey): Promise
       return { action: 'complete', result: 'no-ledger-row' };
     }
     if (isFinalForDelivery(row.status)) return { action: 'complete', result: `already-${row.status}` };
+    // Left unclaimed because it waits for its retry or its moment: come back then.
+    if (options.dueOnly && (row.status === 'retryable' || row.status === 'deferred') && row.nextRetryAtMs !== null && row.nextRetryAtMs > now())
+      return { action: 'delay', untilMs: row.nextRetryAtMs };
     // Someone else holds a live lock (a stalled copy of this job): look again when that lock runs out.
     return { action: 'delay', untilMs: Math.max(row.lockUntilMs ?? 0, now()) + 250 };
   }

@@ -9,7 +9,7 @@ import type { DeliveryLedger } from './deliver-once.ts';
  */
 export function deliveryLedger(hot: BatchedLedger, ledger: LedgerRepository, workerId: string): DeliveryLedger {
   return {
-    claim: (key) => hot.claim(key),
+    claim: (key, options) => hot.claim(key, options),
     recordDelivered: (key, ref) => hot.recordDelivered(key, ref),
     recordSuperseded: (key, newer) => hot.recordSuperseded(key, newer),
     recordExpired: (key, reason, at) => ledger.recordExpired(key, workerId, reason, at),

@@ -24,6 +24,7 @@ function keyString(key: LedgerKey): string {
  */
 export class BatchedLedger {
   private readonly claims: DataLoader<LedgerKey, ClaimResult, string>;
+  private readonly dueClaims: DataLoader<LedgerKey, ClaimResult, string>;
   private readonly delivered: DataLoader<{ key: LedgerKey; providerRef: string }, boolean, string>;
   private readonly newer: DataLoader<LedgerRow, string | null, string>;
   private readonly superseded: DataLoader<{ key: LedgerKey; newerEventId: string }, boolean, string>;
@@ -37,7 +38,13 @@ export class BatchedLedger {
   ) {
     const claimSlot = groupCommit();
     const deliveredSlot = groupCommit();
-    this.claims = new DataLoader((keys) => claimSlot.track(this.claimBatch(keys)), { cache: false, maxBatchSize, batchScheduleFn: claimSlot.schedule });
+    this.claims = new DataLoader((keys) => claimSlot.track(this.claimBatch(keys, false)), { cache: false, maxBatchSize, batchScheduleFn: claimSlot.schedule });
+    const dueClaimSlot = groupCommit();
+    this.dueClaims = new DataLoader((keys) => dueClaimSlot.track(this.claimBatch(keys, true)), {
+      cache: false,
+      maxBatchSize,
+      batchScheduleFn: dueClaimSlot.schedule,
+    });
     this.delivered = new DataLoader((items) => deliveredSlot.track(this.deliveredBatch(items)), {
       cache: false,
       maxBatchSize,
@@ -67,15 +74,19 @@ export class BatchedLedger {
     return this.superseded.load({ key, newerEventId });
   }
 
-  claim(key: LedgerKey): Promise<ClaimResult> {
-    return this.claims.load(key);
+  /**
+   * Takes the row for this worker. `dueOnly` leaves a row that waits for its retry or its moment (next_retry_at_ms
+   * still ahead) unclaimed: a batch job's first attempt run again after a failed hand-off must not cut that wait short.
+   */
+  claim(key: LedgerKey, options: { dueOnly?: boolean } = {}): Promise<ClaimResult> {
+    return options.dueOnly ? this.dueClaims.load(key) : this.claims.load(key);
   }
 
   recordDelivered(key: LedgerKey, providerRef: string): Promise<boolean> {
     return this.delivered.load({ key, providerRef });
   }
 
-  private async claimBatch(keys: readonly LedgerKey[]): Promise<ClaimResult[]> {
+  private async claimBatch(keys: readonly LedgerKey[], dueOnly: boolean): Promise<ClaimResult[]> {
     const nowMs = this.now();
     const byKey = new Map<string, LedgerRow>();
     const lockUntil = new Map<string, number>();
@@ -88,8 +99,8 @@ export class BatchedLedger {
         this.pool.query<ResultSetHeader>(
           `UPDATE ${TABLE}
             SET status = 'delivering', locked_by = ?, lock_until_ms = ?, claim_count = claim_count + 1, updated_at_ms = ?
-          WHERE ${group.where.sql} AND ${guard.sql}`,
-          [this.workerId, until, nowMs, ...group.where.params, ...guard.params],
+          WHERE ${group.where.sql} AND ${guard.sql}${dueOnly ? ' AND (next_retry_at_ms IS NULL OR next_retry_at_ms <= ?)' : ''}`,
+          [this.workerId, until, nowMs, ...group.where.params, ...guard.params, ...(dueOnly ? [nowMs] : [])],
         ),
       );
       const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT * FROM ${TABLE} WHERE ${group.where.sql}`, group.where.params);
