@@ -78,7 +78,7 @@ export async function buildProcess(
     if (roleNames.includes('deliver'))
       deliver = new (await import('../deliver/deliver-role.ts')).DeliverRole(config, pool, redis!.worker, queuesOrThrow(), redis!.producer, logger, metrics);
     if (roleNames.includes('dashboard')) dashboard = new (await import('../dashboard/dashboard-role.ts')).DashboardRole(config, pool, queuesOrThrow(), logger);
-    for (const role of served) if (roleNames.includes(role.name)) extra.push(await role.create(config, logger));
+    for (const role of served) if (roleNames.includes(role.name)) extra.push(await role.create(config, logger, metrics));
   } catch (err) {
     await closeConnections();
     throw err;

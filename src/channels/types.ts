@@ -93,7 +93,7 @@ export interface ChannelRoleSpec {
   description: string;
   /** Whether `all` runs it under this config. */
   enabled(config: NoticeConfig): boolean;
-  create(config: NoticeConfig, logger: Logger): Promise<Role>;
+  create(config: NoticeConfig, logger: Logger, metrics?: NoticeMetrics): Promise<Role>;
 }
 
 /**

@@ -215,6 +215,16 @@ export class NoticeMetrics {
     labelNames: ['reason'],
     registers: [this.registry],
   });
+  readonly inboxWatchStreams = new Gauge({
+    name: 'notice_inbox_watch_streams',
+    help: 'WatchInbox streams open on this process (each holds a slot of inbox.api_max_watch_streams)',
+    registers: [this.registry],
+  });
+  readonly inboxWatchChannels = new Gauge({
+    name: 'notice_inbox_watch_channels',
+    help: 'Users whose live-inbox channel this process is subscribed to (one per user with an open stream)',
+    registers: [this.registry],
+  });
   readonly queueJobs = new Gauge({
     name: 'notice_queue_jobs',
     help: 'BullMQ jobs per queue and state',

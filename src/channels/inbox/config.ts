@@ -62,6 +62,11 @@ export const inbox = z.strictObject({
     .default(() => ({ enabled: true, window: 3000, rate_limit_per_second: 50 })),
   /** Open WatchInbox streams per API process (each is a subscription and a little memory); beyond, RESOURCE_EXHAUSTED. */
   api_max_watch_streams: z.number().int().min(1).max(100_000).default(10_000),
+  /**
+   * How long one WatchInbox event may wait for the gateway to read it. A stream holds at most one unread event (later
+   * changes only add to its count); one that reads nothing this long is ended RESOURCE_EXHAUSTED, so reconnect.
+   */
+  api_watch_stall_timeout: durationMs.default(30_000),
   /** gRPC server reflection, so grpcurl needs no proto; the schema is no secret, the listener's guard still applies. */
   api_reflection: z.boolean().default(true),
 });

@@ -30,26 +30,42 @@ interface Watcher {
   onChange(change: InboxChange): void;
 }
 
+/** A user's channel on this process: its streams, and the SUBSCRIBE they all wait for. */
+interface ChannelEntry {
+  watchers: Set<Watcher>;
+  subscribed: Promise<void>;
+}
+
+/** A stream's hold on its user's channel: taken at once, so the caller can release it before `ready` settles. */
+export interface InboxWatch {
+  /** Settles once the channel's subscription is in place (rejects when Redis refused it). */
+  ready: Promise<void>;
+  /** Releases the slot and, with the channel's last stream, the subscription; safe to call more than once. */
+  stop(): Promise<void>;
+}
+
 /** One subscriber connection per process; a user's channel is subscribed while at least one of their streams is open. */
 export class InboxLiveHub {
-  private readonly watchers = new Map<string, Set<Watcher>>();
+  private readonly channels = new Map<string, ChannelEntry>();
   private open = 0;
 
   constructor(
     private readonly subscriber: Redis,
     private readonly prefix: string,
     readonly maxStreams: number,
+    /** Told the number of open streams whenever it changes (the open-stream gauge). */
+    private readonly onStreams: (open: number) => void = () => undefined,
   ) {
     subscriber.on('message', (channel: string, message: string) => {
-      const set = this.watchers.get(channel);
-      if (!set) return;
+      const entry = this.channels.get(channel);
+      if (!entry) return;
       let change: InboxChange;
       try {
         change = JSON.parse(message) as InboxChange;
       } catch {
         return;
       }
-      for (const w of set) w.onChange(change);
+      for (const w of entry.watchers) w.onChange(change);
     });
     // Messages published while the subscriber was away (Redis restarted, a failover) are gone: once it is back and
     // resubscribed, every open stream re-reads its counts instead of waiting for the user's next change.
@@ -60,7 +76,7 @@ export class InboxLiveHub {
     subscriber.on('ready', () => {
       if (!dropped) return;
       dropped = false;
-      for (const set of this.watchers.values()) for (const w of set) w.onChange({ type: 'changed' });
+      for (const entry of this.channels.values()) for (const w of entry.watchers) w.onChange({ type: 'changed' });
     });
   }
 
@@ -68,32 +84,49 @@ export class InboxLiveHub {
     return this.open;
   }
 
-  /** Starts delivering the owner's changes to `onChange`; the returned function stops it. Null: the process is full. */
-  async watch(owner: InboxOwner, onChange: (change: InboxChange) => void): Promise<(() => Promise<void>) | null> {
+  /** Channels this process holds a subscription for (what it asked Redis for; a test compares it with PUBSUB). */
+  get channelCount(): number {
+    return this.channels.size;
+  }
+
+  /**
+   * Starts delivering the owner's changes to `onChange`; null: the process is full. The slot is taken synchronously
+   * and released by `stop()` whatever state the subscription is in, so a call cancelled mid-set-up cannot leak it.
+   */
+  watch(owner: InboxOwner, onChange: (change: InboxChange) => void): InboxWatch | null {
     if (this.open >= this.maxStreams) return null;
     const channel = liveChannel(this.prefix, owner);
-    let set = this.watchers.get(channel);
-    const first = !set;
-    if (!set) this.watchers.set(channel, (set = new Set()));
+    let entry = this.channels.get(channel);
+    if (!entry) {
+      // Commands on one connection run in order, so an UNSUBSCRIBE sent by a stop() after this is applied after it.
+      const subscribed = this.subscriber.subscribe(channel).then(() => undefined);
+      subscribed.catch(() => undefined);
+      entry = { watchers: new Set(), subscribed };
+      this.channels.set(channel, entry);
+    }
     const watcher = { onChange };
-    set.add(watcher);
+    entry.watchers.add(watcher);
     this.open++;
-    if (first) await this.subscriber.subscribe(channel);
+    this.onStreams(this.open);
+    const held = entry;
     let stopped = false;
-    return async () => {
-      if (stopped) return;
-      stopped = true;
-      this.open--;
-      set.delete(watcher);
-      if (set.size === 0 && this.watchers.get(channel) === set) {
-        this.watchers.delete(channel);
-        await this.subscriber.unsubscribe(channel).catch(() => undefined);
-      }
+    return {
+      ready: held.subscribed,
+      stop: async () => {
+        if (stopped) return;
+        stopped = true;
+        this.open--;
+        held.watchers.delete(watcher);
+        const last = held.watchers.size === 0 && this.channels.get(channel) === held;
+        if (last) this.channels.delete(channel);
+        this.onStreams(this.open);
+        if (last) await this.subscriber.unsubscribe(channel).catch(() => undefined);
+      },
     };
   }
 
   async close(): Promise<void> {
-    this.watchers.clear();
+    this.channels.clear();
     this.subscriber.disconnect();
   }
 }

@@ -40,7 +40,7 @@ export const inboxModule: ChannelModule<typeof inboxConfigShape> = {
       name: 'inbox-api',
       description: 'the inbox gRPC API for the gateway (inbox.api_host:api_port, mutual TLS beyond loopback)',
       enabled: (config) => config.inbox.api_enabled,
-      create: async (config, logger) =>
+      create: async (config, logger, metrics) =>
         new (await import('./api/server.ts')).InboxApiServer(
           config.mysql.url,
           config.inbox,
@@ -49,6 +49,7 @@ export const inboxModule: ChannelModule<typeof inboxConfigShape> = {
           config.redis,
           // The API only notes who read; deliver makes the Tencent call (ImReadSync), so this process needs no Tencent key.
           config.tencent_im.enabled && config.inbox.im_read_sync.enabled,
+          metrics,
         ),
     },
   ],

@@ -144,7 +144,7 @@ export async function addInboxService(
   );
   const unread = (owner: InboxOwner) => store.unreadCount(owner, [], config.unread_count_cap).then(toUnread);
   const streaming = live
-    ? { WatchInbox: watchInboxHandler({ store, hub: live.hub, unread, toNotification, logger, grpc: grpcJs }) }
+    ? { WatchInbox: watchInboxHandler({ store, hub: live.hub, unread, toNotification, logger, grpc: grpcJs, stallMs: config.api_watch_stall_timeout }) }
     : {
         WatchInbox: (call: grpc.ServerWritableStream<any, any>) =>
           refuseStream(call, grpcJs.status.UNIMPLEMENTED, 'live inbox events are off (inbox.live_events)'),

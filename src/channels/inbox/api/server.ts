@@ -15,6 +15,7 @@ import { addInboxService } from './inbox-service.ts';
 import { QuietHoursStore } from '../../../quiet-hours/store.ts';
 import { addPreferencesService, type PreferenceGrid } from '../../../preferences/api.ts';
 import { PreferenceStore } from '../../../preferences/store.ts';
+import type { NoticeMetrics } from '../../../observability/metrics.ts';
 
 /** A legal request is a caller, filters and at most 100 ids: well under this. Bigger ones are refused unread. */
 export const MAX_REQUEST_BYTES = 64 * 1024;
@@ -69,6 +70,7 @@ export class InboxApiServer implements Role {
     private readonly redis?: { url: string; prefix: string; cluster: boolean },
     /** Whether reads are noted for the IM read sync (deliver marks the users' IM conversations read). */
     private readonly readSyncOn = false,
+    private readonly metrics?: NoticeMetrics,
   ) {}
 
   private readSync: ReadSyncRequests | null = null;
@@ -107,7 +109,12 @@ export class InboxApiServer implements Role {
     if (config.live_events && this.redis) {
       const { url, prefix, cluster } = this.redis;
       const publisher = (this.publisher ??= this.quietRedis(createRedis(url, 'producer', { cluster })));
-      this.hub = new InboxLiveHub(this.quietRedis(createRedis(url, 'worker', { cluster })), prefix, config.api_max_watch_streams);
+      const metrics = this.metrics;
+      const hub = new InboxLiveHub(this.quietRedis(createRedis(url, 'worker', { cluster })), prefix, config.api_max_watch_streams, (open) => {
+        metrics?.inboxWatchStreams.set(open);
+        metrics?.inboxWatchChannels.set(hub.channelCount);
+      });
+      this.hub = hub;
       live = {
         hub: this.hub,
         changed: (owner) =>
