@@ -1,3 +1,4 @@
+import { valueBytesBound, writeInChunks } from '../platform/statement-size.ts';
 import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import type { LedgerKey } from './types.ts';
 import { clipText } from '../platform/text.ts';
@@ -54,20 +55,29 @@ export class DeliveryHistory {
     this.pending = [];
     this.scheduled = false;
     try {
-      await this.pool.query<ResultSetHeader>(
-        `INSERT INTO notice_delivery_history (source_name, app_code, source_event_id, channel, at_ms, event, actor, error_code, error_message, latency_ms) VALUES ${batch.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
-        batch.flatMap(({ entry: e }) => [
-          e.key.sourceName,
-          e.key.appCode,
-          e.key.sourceEventId,
-          e.key.channel,
-          e.atMs,
-          e.event,
-          clipText(e.actor, 191),
-          e.errorCode ?? null,
-          e.errorMessage ? clipText(e.errorMessage, 1024) : null,
-          e.latencyMs ?? null,
-        ]),
+      await writeInChunks(
+        this.pool,
+        batch,
+        ({ entry: e }) =>
+          valueBytesBound(e.key.sourceEventId) + valueBytesBound(e.key.appCode) + 3 * Math.min(e.errorMessage?.length ?? 0, 1024) + 3 * 191 + 300,
+        (chunk) => ({
+          sql: `INSERT INTO notice_delivery_history (source_name, app_code, source_event_id, channel, at_ms, event, actor, error_code, error_message, latency_ms) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
+          params: chunk.flatMap(({ entry: e }) => [
+            e.key.sourceName,
+            e.key.appCode,
+            e.key.sourceEventId,
+            e.key.channel,
+            e.atMs,
+            e.event,
+            clipText(e.actor, 191),
+            e.errorCode ?? null,
+            e.errorMessage ? clipText(e.errorMessage, 1024) : null,
+            e.latencyMs ?? null,
+          ]),
+        }),
+        async (sql, params) => {
+          await this.pool.query<ResultSetHeader>(sql, params);
+        },
       );
     } catch (err) {
       this.onError(err as Error);

@@ -6,9 +6,57 @@ import type { LedgerKey, LedgerRow, NewLedgerRow } from './types.ts';
 import { retryOnDeadlock } from '../platform/deadlock-retry.ts';
 import { groupKeys } from './key-groups.ts';
 import { clipText } from '../platform/text.ts';
+import { valueBytesBound, writeInChunks } from '../platform/statement-size.ts';
 import { inFlightSql, transitionGuard, type LedgerStatement } from './transitions.ts';
 
 const TABLE = 'notice_delivery_events';
+const INSERT_COLUMNS =
+  '(source_name, app_code, source_event_id, channel, event_type, user_id, notice_kind, status, payload, ' +
+  'last_error_code, last_error, attempt_count, source_row_id, source_created_at_ms, created_at_ms, updated_at_ms, supersede_key, supersede_version, batch_job_id)';
+const INSERT_ROW = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)';
+
+/** An upper bound of a new row's bytes in the INSERT: its strings (the payload dominates) and fixed-size values. */
+function ledgerRowBytes(r: NewLedgerRow): number {
+  return (
+    valueBytesBound(r.payload) +
+    valueBytesBound(r.sourceEventId) +
+    valueBytesBound(r.userId) +
+    valueBytesBound(r.lastError) +
+    3 * (r.sourceName.length + r.appCode.length + r.channel.length + r.eventType.length + r.noticeKind.length) +
+    (r.supersede ? 3 * r.supersede.scope.length : 0) +
+    (r.batchJobId ? 3 * r.batchJobId.length : 0) +
+    300
+  );
+}
+
+function insertStatement(rows: readonly NewLedgerRow[], nowMs: number): { sql: string; params: unknown[] } {
+  // One flat array pushed row by row: flatMap's array per row was most of this method's time in ingest's profile.
+  const params: unknown[] = [];
+  for (const r of rows)
+    params.push(
+      r.sourceName,
+      r.appCode,
+      r.sourceEventId,
+      r.channel,
+      r.eventType,
+      r.userId,
+      r.noticeKind,
+      r.status,
+      r.payload,
+      r.lastErrorCode,
+      clip(r.lastError),
+      r.sourceRowId,
+      r.sourceCreatedAtMs,
+      nowMs,
+      nowMs,
+      r.supersede ? supersedeKey(r.supersede.scope) : null,
+      r.supersede ? r.supersede.version : null,
+      r.batchJobId ?? null,
+    );
+  const placeholders = rows.map(() => INSERT_ROW).join(', ');
+  // `ON DUPLICATE KEY UPDATE` with a no-op (rather than INSERT IGNORE) keeps real errors such as truncation loud.
+  return { sql: `INSERT INTO ${TABLE} ${INSERT_COLUMNS} VALUES ${placeholders} ON DUPLICATE KEY UPDATE source_name = source_name`, params };
+}
 const KEY_WHERE = 'source_name = ? AND app_code = ? AND source_event_id = ? AND channel = ?';
 const MAX_ERROR_LENGTH = 1024;
 
@@ -29,41 +77,25 @@ export type ClaimResult = { claimed: true; row: LedgerRow } | { claimed: false; 
 export class LedgerRepository {
   constructor(private readonly pool: Pool) {}
 
-  /** Insert-if-absent for a batch, in one statement. Existing rows (any status) are left untouched. */
+  /**
+   * Insert-if-absent for a batch: one statement, or a few when the rows' bytes would pass the server's
+   * max_allowed_packet (payloads are stored once per channel). Existing rows (any status) are left untouched. A row
+   * that cannot fit even alone throws StatementTooLargeError (a data error: the caller records it as failed).
+   */
   async insertIfAbsent(rows: readonly NewLedgerRow[], nowMs: number): Promise<number> {
     if (rows.length === 0) return 0;
-    const columns =
-      '(source_name, app_code, source_event_id, channel, event_type, user_id, notice_kind, status, payload, ' +
-      'last_error_code, last_error, attempt_count, source_row_id, source_created_at_ms, created_at_ms, updated_at_ms, supersede_key, supersede_version, batch_job_id)';
-    const placeholders = rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)').join(', ');
-    // One flat array pushed row by row: flatMap's array per row was most of this method's time in ingest's profile.
-    const params: unknown[] = [];
-    for (const r of rows)
-      params.push(
-        r.sourceName,
-        r.appCode,
-        r.sourceEventId,
-        r.channel,
-        r.eventType,
-        r.userId,
-        r.noticeKind,
-        r.status,
-        r.payload,
-        r.lastErrorCode,
-        clip(r.lastError),
-        r.sourceRowId,
-        r.sourceCreatedAtMs,
-        nowMs,
-        nowMs,
-        r.supersede ? supersedeKey(r.supersede.scope) : null,
-        r.supersede ? r.supersede.version : null,
-        r.batchJobId ?? null,
-      );
-    // `ON DUPLICATE KEY UPDATE` with a no-op (rather than INSERT IGNORE) keeps real errors such as truncation loud.
-    const [result] = await retryOnDeadlock(() =>
-      this.pool.query<ResultSetHeader>(`INSERT INTO ${TABLE} ${columns} VALUES ${placeholders} ON DUPLICATE KEY UPDATE source_name = source_name`, params),
+    let affected = 0;
+    await writeInChunks(
+      this.pool,
+      rows,
+      ledgerRowBytes,
+      (chunk) => insertStatement(chunk, nowMs),
+      async (sql, params) => {
+        const [result] = await retryOnDeadlock(() => this.pool.query<ResultSetHeader>(sql, params));
+        affected += result.affectedRows;
+      },
     );
-    return result.affectedRows;
+    return affected;
   }
 
   async get(key: LedgerKey): Promise<LedgerRow | null> {

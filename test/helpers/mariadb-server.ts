@@ -14,6 +14,9 @@ export class PrivateMariaDb {
   readonly dir = mkdtempSync(join(tmpdir(), 'notice-mariadb-'));
   port = 0;
 
+  /** `extraArgs`: server options beyond the defaults below (e.g. a low --max-allowed-packet). */
+  constructor(private readonly extraArgs: readonly string[] = []) {}
+
   get url(): string {
     return `mysql://root@127.0.0.1:${this.port}`;
   }
@@ -42,6 +45,7 @@ export class PrivateMariaDb {
         '--innodb-buffer-pool-size=128M',
         '--max-connections=500',
         `--log-error=${join(this.dir, 'error.log')}`,
+        ...this.extraArgs,
       ],
       { stdio: 'ignore' },
     );

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import type { LedgerKey } from '../../ledger/types.ts';
 import { retryOnDeadlock } from '../../platform/deadlock-retry.ts';
+import { valueBytesBound, writeInChunks } from '../../platform/statement-size.ts';
 
 const TABLE = 'notice_inbox_items';
 
@@ -87,33 +88,49 @@ export class InboxStore {
     return this.pool.query<T>(this.queryTimeoutMs > 0 ? { sql, values, timeout: this.queryTimeoutMs } : { sql, values }) as Promise<[T, unknown]>;
   }
 
-  /** Insert-if-absent for a batch; returns each fact's item id (hex fact hash → id), new or already there. */
+  /**
+   * Insert-if-absent for a batch (split when its bytes would pass the server's max_allowed_packet); returns each
+   * fact's item id (hex fact hash → id), new or already there.
+   */
   async insert(items: readonly NewInboxItem[]): Promise<Map<string, string>> {
     if (items.length === 0) return new Map();
     const hashes = items.map((i) => factHash(i.fact));
-    const values: unknown[] = [];
-    items.forEach((item, n) =>
-      values.push(
-        hashes[n],
-        item.appCode,
-        item.userId,
-        item.fact.sourceName,
-        item.fact.sourceEventId,
-        item.noticeKind,
-        item.eventType,
-        item.payload,
-        item.createdAtMs,
-        item.expireAtMs,
-      ),
+    const rows = items.map((item, n) => ({ item, hash: hashes[n]! }));
+    await writeInChunks(
+      this.pool,
+      rows,
+      ({ item }) =>
+        valueBytesBound(item.payload) +
+        valueBytesBound(item.userId) +
+        valueBytesBound(item.fact.sourceEventId) +
+        3 * (item.appCode.length + item.noticeKind.length + item.eventType.length + item.fact.sourceName.length) +
+        300,
+      (chunk) => {
+        const values: unknown[] = [];
+        for (const { item, hash } of chunk)
+          values.push(
+            hash,
+            item.appCode,
+            item.userId,
+            item.fact.sourceName,
+            item.fact.sourceEventId,
+            item.noticeKind,
+            item.eventType,
+            item.payload,
+            item.createdAtMs,
+            item.expireAtMs,
+          );
+        return {
+          sql: `INSERT INTO ${TABLE} (fact_hash, app_code, user_id, source_name, source_event_id, notice_kind, event_type, payload, created_at_ms, expire_at_ms) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')} ON DUPLICATE KEY UPDATE id = id`,
+          params: values,
+        };
+      },
+      async (sql, params) => {
+        await retryOnDeadlock(() => this.query<ResultSetHeader>(sql, params));
+      },
     );
-    await retryOnDeadlock(() =>
-      this.query<ResultSetHeader>(
-        `INSERT INTO ${TABLE} (fact_hash, app_code, user_id, source_name, source_event_id, notice_kind, event_type, payload, created_at_ms, expire_at_ms) VALUES ${items.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')} ON DUPLICATE KEY UPDATE id = id`,
-        values,
-      ),
-    );
-    const [rows] = await this.query<RowDataPacket[]>(`SELECT id, fact_hash FROM ${TABLE} WHERE fact_hash IN (${placeholders(hashes.length)})`, hashes);
-    return new Map(rows.map((r) => [(r.fact_hash as Buffer).toString('hex'), String(r.id)]));
+    const [found] = await this.query<RowDataPacket[]>(`SELECT id, fact_hash FROM ${TABLE} WHERE fact_hash IN (${placeholders(hashes.length)})`, hashes);
+    return new Map(found.map((r) => [(r.fact_hash as Buffer).toString('hex'), String(r.id)]));
   }
 
   /** Newest first, strictly below `beforeId` (the previous page's last id): keyset, never OFFSET. */
