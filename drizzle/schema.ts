@@ -114,7 +114,7 @@ export const noticeRejectedMessages = mysqlTable(
   {
     id: bigint('id', { mode: 'number', unsigned: true }).autoincrement().primaryKey(),
     sourceName: varchar('source_name', { length: 64 }).notNull(),
-    messageId: varchar('message_id', { length: 128 }).notNull(),
+    messageId: varbinary('message_id', { length: 128 }).notNull(),
     topic: varchar('topic', { length: 255 }).notNull(),
     tag: varchar('tag', { length: 255 }),
     messageKeys: varchar('message_keys', { length: 512 }),
@@ -226,7 +226,7 @@ export const noticeInboxItems = mysqlTable(
 export const noticePreferences = mysqlTable(
   'notice_preferences',
   {
-    appCode: varchar('app_code', { length: 32 }).notNull(),
+    appCode: varbinary('app_code', { length: 128 }).notNull(),
     userId: varbinary('user_id', { length: 256 }).notNull(),
     noticeKind: varchar('notice_kind', { length: 32 }).notNull(),
     channel: varchar('channel', { length: 32 }).notNull(),
@@ -243,7 +243,7 @@ export const noticePreferences = mysqlTable(
 export const noticeQuietHours = mysqlTable(
   'notice_quiet_hours',
   {
-    appCode: varchar('app_code', { length: 32 }).notNull(),
+    appCode: varbinary('app_code', { length: 128 }).notNull(),
     userId: varbinary('user_id', { length: 256 }).notNull(),
     timeZone: varchar('time_zone', { length: 64 }).notNull(),
     windows: varchar('windows', { length: 512 }).notNull(),

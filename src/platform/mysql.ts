@@ -7,7 +7,7 @@ export type { Pool };
  * int64 values); BIGINT columns come back as numbers when safe and as strings when not.
  */
 /** The ledger's byte-exact identifier columns (VARBINARY, see drizzle/schema.ts), read back as UTF-8 text. */
-const BINARY_TEXT_COLUMNS = new Set(['app_code', 'source_event_id', 'user_id', 'superseded_by']);
+const BINARY_TEXT_COLUMNS = new Set(['app_code', 'source_event_id', 'user_id', 'superseded_by', 'message_id', 'leader_event_id']);
 
 const typeCast: NonNullable<PoolOptions['typeCast']> = (field, next) =>
   (field.type === 'VAR_STRING' || field.type === 'STRING') && BINARY_TEXT_COLUMNS.has(field.name) ? field.string('utf8') : next();
