@@ -61,12 +61,25 @@ export class HttpPoster {
         agent: this.agent,
         headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
       });
-      const deadline = setTimeout(() => fail('ETIMEDOUT'), this.timeoutMs);
+      // Node runs expired timers before it reads sockets, so after a pause (GC, a starved CPU, SIGSTOP) the deadline
+      // fires ahead of an answer that is already waiting: look once more after the I/O phase, and give an answer
+      // whose headers have arrived a moment to finish, before calling it a timeout (which would resend or give up).
+      let answering = false;
+      const deadline = setTimeout(
+        () =>
+          setImmediate(() => {
+            if (settled) return;
+            if (!answering) return fail('ETIMEDOUT');
+            setTimeout(() => fail('ETIMEDOUT'), Math.min(1000, this.timeoutMs)).unref();
+          }),
+        this.timeoutMs,
+      );
       req.on('finish', () => {
         uploaded = true;
       });
       req.on('error', (err: NodeJS.ErrnoException) => fail(err.code ?? 'NETWORK'));
       req.on('response', (res) => {
+        answering = true;
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('error', (err: NodeJS.ErrnoException) => fail(err.code ?? 'NETWORK'));
