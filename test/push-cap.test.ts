@@ -3,6 +3,7 @@ import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { startPipeline } from './helpers/pipeline.ts';
 import { insertActivityRows, type ActivityRow } from './helpers/activity.ts';
 import type { NoticeProcess } from '../cli/run-roles.ts';
+import { insertRoomRows, kick } from './helpers/room.ts';
 
 let env: TestEnv | undefined;
 let procs: NoticeProcess[] = [];
@@ -32,6 +33,44 @@ const counts = async (e: TestEnv) =>
   );
 
 describe('per-user push cap (tencent_push.frequency_cap)', () => {
+  it('mandatory pushes (three kicks) are not counted: the next three activity pushes still go, the fourth is capped', async () => {
+    env = await createTestEnv({
+      tencent_push: { enabled: true, batch_linger: '0ms', kinds: ['activity_notice', 'room_notice'], frequency_cap: [{ max: 3, per: '1h' }] },
+      activity_notice_worker: { enabled: true, poll_interval: '50ms' },
+      room_notice_worker: { enabled: true, poll_interval: '50ms', lock_ttl: '3s', gap_grace: '5s' },
+    });
+    const user = '60002';
+    await insertRoomRows(
+      env.owner,
+      env.config.room_database,
+      [1, 2, 3].map((n) => kick(n, { target_user_id: user })),
+    );
+    procs.push(await startPipeline(env.config, ['ingest', 'deliver']));
+    await waitFor(
+      () => counts(env!),
+      (c) => c['tencent_push:delivered:'] === 3,
+      30_000,
+      'three kick pushes',
+    );
+    const mine = (from: number, n: number) => notices(from, n).map((r) => ({ ...r, user_id: user }));
+    await insertActivityRows(env.owner, env.config.activity_database, mine(100, 3));
+    const three = await waitFor(
+      () => counts(env!),
+      (c) => (c['tencent_push:delivered:'] ?? 0) + (c['tencent_push:suppressed:FREQUENCY_CAP'] ?? 0) === 6,
+      30_000,
+      'the three activity pushes final',
+    );
+    expect(three).toMatchObject({ 'tencent_push:delivered:': 6 });
+    await insertActivityRows(env.owner, env.config.activity_database, mine(200, 1));
+    const fourth = await waitFor(
+      () => counts(env!),
+      (c) => (c['tencent_push:delivered:'] ?? 0) + (c['tencent_push:suppressed:FREQUENCY_CAP'] ?? 0) === 7,
+      30_000,
+      'the fourth final',
+    );
+    expect(fourth).toMatchObject({ 'tencent_push:delivered:': 6, 'tencent_push:suppressed:FREQUENCY_CAP': 1 });
+  });
+
   it('50 notices in minutes, cap 3/h, three deliver processes: exactly 3 pushes, 47 held back, every inbox item and message; after Redis loses the window, still 3', async () => {
     env = await createTestEnv({
       tencent_push: {

@@ -33,7 +33,12 @@ export interface ChannelLedger {
    */
   markAttemptStarted(rows: readonly LedgerRow[], ref: string): Promise<LedgerRow[]>;
   /** A user's recent sends on a channel (for a per-user cap whose Redis window was lost). */
-  recentSends(appCode: string, userId: string, channel: string, sinceMs: number): Promise<Array<LedgerKey & { atMs: number; inFlight: boolean }>>;
+  recentSends(
+    appCode: string,
+    userId: string,
+    channel: string,
+    sinceMs: number,
+  ): Promise<Array<LedgerKey & { atMs: number; inFlight: boolean; noticeKind: string }>>;
 }
 
 export function channelLedger(ledger: LedgerRepository): ChannelLedger {

@@ -205,9 +205,14 @@ export class LedgerRepository {
    * row). A row being worked that is not yet marked as going out (`inFlight`) may have been admitted just before the
    * loss, so the cap holds a place for it until that row asks again.
    */
-  async recentSends(appCode: string, userId: string, channel: string, sinceMs: number): Promise<Array<LedgerKey & { atMs: number; inFlight: boolean }>> {
+  async recentSends(
+    appCode: string,
+    userId: string,
+    channel: string,
+    sinceMs: number,
+  ): Promise<Array<LedgerKey & { atMs: number; inFlight: boolean; noticeKind: string }>> {
     const [rows] = await this.pool.query<RowDataPacket[]>(
-      `SELECT source_name, app_code, source_event_id, channel, updated_at_ms, status, provider_ref FROM ${TABLE}
+      `SELECT source_name, app_code, source_event_id, channel, notice_kind, updated_at_ms, status, provider_ref FROM ${TABLE}
         WHERE user_id = ? AND created_at_ms >= ? AND app_code = ? AND channel = ? AND updated_at_ms >= ?
           AND status IN ('delivered', 'delivered_unconfirmed', 'delivering')`,
       [userId, sinceMs - 86_400_000, appCode, channel, sinceMs],
@@ -217,6 +222,7 @@ export class LedgerRepository {
       appCode: r.app_code,
       sourceEventId: r.source_event_id,
       channel: r.channel,
+      noticeKind: r.notice_kind,
       atMs: Number(r.updated_at_ms),
       inFlight: r.status === 'delivering' && r.provider_ref === null,
     }));

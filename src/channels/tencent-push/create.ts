@@ -44,15 +44,19 @@ export function createTencentPush(ctx: ChannelContext): DeliveryChannel {
     );
   }
   // The per-user push cap wraps the channel (before batching, so every row is admitted or held on its own).
+  const exempt = (kind: string) => config.preferences.mandatory_kinds.includes(kind);
   return frequencyCap(perAppChannel(CHANNEL_TENCENT_PUSH, byApp), {
     redis: ctx.redis,
     prefix: config.redis.prefix,
     windows: push.frequency_cap.map((w) => ({ max: w.max, perMs: w.per })),
-    exempt: (kind) => config.preferences.mandatory_kinds.includes(kind),
+    exempt,
+    // The ledger's view of a window counts what the window itself counts: mandatory pushes pass uncounted.
     recent: async (appCode, userId, sinceMs) =>
-      (await ctx.ledger.recentSends(appCode, userId, CHANNEL_TENCENT_PUSH, sinceMs)).map((s) => ({
-        id: s.inFlight ? `maybe:${capSendId(s)}` : capSendId(s),
-        atMs: s.atMs,
-      })),
+      (await ctx.ledger.recentSends(appCode, userId, CHANNEL_TENCENT_PUSH, sinceMs))
+        .filter((s) => !exempt(s.noticeKind))
+        .map((s) => ({
+          id: s.inFlight ? `maybe:${capSendId(s)}` : capSendId(s),
+          atMs: s.atMs,
+        })),
   });
 }
