@@ -4,6 +4,10 @@ import { startPipeline } from './helpers/pipeline.ts';
 import { insertActivityRows, type ActivityRow } from './helpers/activity.ts';
 import type { NoticeProcess } from '../cli/run-roles.ts';
 import { revokeCommand } from '../src/ops/cli-ops.ts';
+import { RevocationStore } from '../src/revoke/store.ts';
+import { Revoker, UNKNOWN_GRACE_MS } from '../src/revoke/revoker.ts';
+import { LedgerRepository } from '../src/ledger/repository.ts';
+import pino from 'pino';
 
 let env: TestEnv | undefined;
 let proc: NoticeProcess | undefined;
@@ -42,6 +46,56 @@ async function world(extra: Record<string, unknown> = {}) {
 }
 
 describe('taking a notice back (NoticeRevoked, notice-service revoke)', () => {
+  it('3,000 revocations of ids that never arrived do not delay a real one, finish in bulk after the grace, and age out', async () => {
+    env = await createTestEnv();
+    const store = new RevocationStore(env.notice);
+    const ledger = new LedgerRepository(env.notice);
+    const t0 = Date.now();
+    let now = t0;
+    const revoker = new Revoker({ revocations: store, ledger, channels: new Map(), logger: pino({ level: 'silent' }), now: () => now });
+    // A notice not sent yet, and 3,000 unknown ids asked for before it.
+    const fact = { sourceName: 'activity_outbox', appCode: 'lalu', sourceEventId: 'real_1' };
+    await ledger.insertIfAbsent(
+      [
+        {
+          ...fact,
+          channel: 'tencent_im_c2c',
+          eventType: 'SystemNotice',
+          userId: '77001',
+          noticeKind: 'activity_notice',
+          status: 'pending',
+          payload: '{}',
+          lastErrorCode: null,
+          lastError: null,
+          sourceRowId: null,
+          sourceCreatedAtMs: null,
+        },
+      ],
+      t0,
+    );
+    for (let i = 0; i < 3000; i += 500)
+      await env.notice.query(
+        `INSERT INTO notice_revocations (source_name, app_code, source_event_id, state, requested_by, requested_at_ms) VALUES ${Array.from({ length: 500 }, () => "('activity_outbox', 'lalu', ?, 'pending', 'owner:x', ?)").join(', ')}`,
+        Array.from({ length: 500 }, (_, k) => [`ghost_${i + k}`, t0 - 3000 + i + k]).flat(),
+      );
+    await store.request(fact, 'owner:real', t0);
+    // One pass: the real revocation is worked although 3,000 older ones wait (before: the 100 oldest ghosts only).
+    await revoker.workOff(100);
+    expect(await rowsOf(env, 'real_1')).toEqual({ tencent_im_c2c: 'revoked' });
+    expect((await store.get(fact))?.state).toBe('done');
+    const pending = async () => Number((await env!.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_revocations WHERE state = 'pending'"))[0][0].n);
+    expect(await pending()).toBe(3000);
+    // After the grace the ghosts are finished in one statement, each saying why.
+    now = t0 + UNKNOWN_GRACE_MS + 1;
+    await revoker.workOff(100);
+    expect(await pending()).toBe(0);
+    expect((await store.get({ ...fact, sourceEventId: 'ghost_7' }))?.outcome).toMatch(/no notice of this fact yet/);
+    // Retention: the ghosts age out; the revocation of a fact the ledger holds stays.
+    expect(await revoker.purge(t0 + 1, 10_000)).toBe(3000);
+    expect(await store.get(fact)).not.toBeNull();
+    expect(Number((await env.notice.query<any[]>('SELECT COUNT(*) AS n FROM notice_revocations'))[0][0].n)).toBe(1);
+  });
+
   it('after delivery: the C2C message withdrawn once by its MsgKey, the inbox item removed, the push noted as shown; revoking twice calls Tencent once; audited', async () => {
     await world();
     proc = await startPipeline(env!.config);

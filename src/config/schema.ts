@@ -172,9 +172,17 @@ const coreShape = {
       failed: durationMs.default(0),
       /** MQ messages rejected without a ledger row (notice_rejected_messages), by receive time; 0 keeps them. */
       rejected: durationMs.default(30 * 24 * 3600 * 1000),
+      /** Finished revocations whose fact the ledger does not hold (never arrived, or purged), by request time; 0 keeps them. */
+      revocations: durationMs.default(30 * 24 * 3600 * 1000),
       purge_batch_size: z.number().int().min(1).max(100_000).default(1000),
     })
-    .default(() => ({ delivered: 30 * 24 * 3600 * 1000, failed: 0, rejected: 30 * 24 * 3600 * 1000, purge_batch_size: 1000 })),
+    .default(() => ({
+      delivered: 30 * 24 * 3600 * 1000,
+      failed: 0,
+      rejected: 30 * 24 * 3600 * 1000,
+      revocations: 30 * 24 * 3600 * 1000,
+      purge_batch_size: 1000,
+    })),
   dashboard: dashboard.default(() => dashboard.parse({})),
   health: z
     // An orchestrator probes from outside the process's host: all interfaces by default; the answers hold no secrets.

@@ -50,7 +50,7 @@ export class Reconciler {
       history?: Pick<DeliveryHistory, 'purge'>;
       rejects?: Pick<RejectStore, 'purge'>;
       /** Works off revocations (src/revoke/revoker.ts), one leader at a time. */
-      revoker?: { workOff(): Promise<number> };
+      revoker?: { workOff(): Promise<number>; purge?(beforeMs: number, limit: number): Promise<number> };
       /** Stop paging once the deliver queue holds this many waiting jobs (ingest's max_queued_jobs); none if absent. */
       maxQueuedJobs?: number;
       logger: Logger;
@@ -143,6 +143,13 @@ export class Reconciler {
       if (purged > 0) {
         pass.purged += purged;
         metrics?.ledgerPurged.inc({ status: 'rejected_mq_message' }, purged);
+      }
+    }
+    if (retention.revocations > 0) {
+      const purged = (await this.deps.revoker?.purge?.(nowMs - retention.revocations, retention.purge_batch_size)) ?? 0;
+      if (purged > 0) {
+        pass.purged += purged;
+        metrics?.ledgerPurged.inc({ status: 'revocation' }, purged);
       }
     }
     return pass;

@@ -6,6 +6,9 @@ import { describeError } from '../platform/errors.ts';
 import type { RevocationStore, Revocation } from './store.ts';
 
 const UNSENT = new Set(['pending', 'retryable', 'deferred', 'failed']);
+const NOT_ARRIVED = 'no notice of this fact yet: any that arrives is recorded revoked, unsent';
+/** How long a revocation of a fact the ledger does not hold stays pending before it is finished as "not arrived". */
+export const UNKNOWN_GRACE_MS = 10_000;
 
 /** What one pass did with one row of a revoked fact: finished (with a note), or to look at again next pass. */
 type RowStep = { done: true; note: string } | { done: false; note: string };
@@ -30,8 +33,11 @@ export class Revoker {
   ) {}
 
   async workOff(limit = 100): Promise<number> {
-    let finished = 0;
-    for (const revocation of await this.deps.revocations.pending(limit)) {
+    const now = this.deps.now ?? Date.now;
+    // Ids the ledger does not know are finished in bulk, after a grace that covers an ingest batch between its
+    // revocation check and its insert; the per-fact work below takes known facts only, so they never wait behind them.
+    let finished = await this.deps.revocations.finishUnknown(now() - UNKNOWN_GRACE_MS, NOT_ARRIVED, now(), 10_000);
+    for (const revocation of await this.deps.revocations.pendingKnown(limit)) {
       try {
         if (await this.work(revocation)) finished++;
       } catch (err) {
@@ -41,15 +47,18 @@ export class Revoker {
     return finished;
   }
 
+  /** Retention: finished revocations of facts the ledger does not hold, asked before `beforeMs`. */
+  purge(beforeMs: number, limit: number): Promise<number> {
+    return this.deps.revocations.purge(beforeMs, limit);
+  }
+
   private async work(revocation: Revocation): Promise<boolean> {
     const now = this.deps.now ?? Date.now;
     const rows = await this.deps.ledger.rowsOfFact(revocation);
     const steps = await Promise.all(rows.map((row) => this.step(row, revocation.requestedBy, now())));
     if (steps.some((s) => !s.done)) return false;
-    const outcome =
-      rows.length === 0
-        ? 'no notice of this fact yet: any that arrives is recorded revoked, unsent'
-        : steps.map((s, i) => `${rows[i]!.channel}: ${s.note}`).join('; ');
+    if (rows.length === 0) return false; // purged meanwhile: finished with the unknown ones
+    const outcome = steps.map((s, i) => `${rows[i]!.channel}: ${s.note}`).join('; ');
     await this.deps.revocations.finish(revocation, outcome, now());
     this.deps.logger.info({ event_id: revocation.sourceEventId, source: revocation.sourceName, outcome }, 'notice revoked');
     return true;

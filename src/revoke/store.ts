@@ -23,6 +23,10 @@ const toRevocation = (r: RowDataPacket): Revocation => ({
   outcome: r.outcome === null ? null : String(r.outcome),
 });
 
+/** The revocation's fact has ledger rows (the ledger's primary key leads with the fact's three columns). */
+const KNOWN =
+  '(EXISTS (SELECT 1 FROM notice_delivery_events e WHERE e.source_name = r.source_name AND e.app_code = r.app_code AND e.source_event_id = r.source_event_id))';
+
 /** notice_revocations: one row per fact someone asked to take back; asking again changes nothing. */
 export class RevocationStore {
   constructor(private readonly pool: Pool) {}
@@ -48,6 +52,39 @@ export class RevocationStore {
   async pending(limit: number): Promise<Revocation[]> {
     const [rows] = await this.pool.query<RowDataPacket[]>("SELECT * FROM notice_revocations WHERE state = 'pending' ORDER BY requested_at_ms LIMIT ?", [limit]);
     return rows.map(toRevocation);
+  }
+
+  /** Pending revocations of facts the ledger knows, oldest first: ids that never arrived cannot hold them back. */
+  async pendingKnown(limit: number): Promise<Revocation[]> {
+    const [rows] = await this.pool.query<RowDataPacket[]>(
+      `SELECT r.* FROM notice_revocations r WHERE r.state = 'pending' AND ${KNOWN} ORDER BY r.requested_at_ms LIMIT ?`,
+      [limit],
+    );
+    return rows.map(toRevocation);
+  }
+
+  /**
+   * Finishes, in one statement, pending revocations asked before `askedBeforeMs` of facts the ledger does not know:
+   * nothing to take back now, and ingest records the fact revoked if it ever arrives (it checks every revocation).
+   */
+  async finishUnknown(askedBeforeMs: number, outcome: string, nowMs: number, limit: number): Promise<number> {
+    const [result] = await this.pool.query<ResultSetHeader>(
+      `UPDATE notice_revocations r SET r.state = 'done', r.done_at_ms = ?, r.outcome = ?
+        WHERE r.state = 'pending' AND r.requested_at_ms < ? AND NOT ${KNOWN} ORDER BY r.requested_at_ms LIMIT ?`,
+      [nowMs, clipText(outcome, 1024), askedBeforeMs, limit],
+    );
+    return result.affectedRows;
+  }
+
+  /** Deletes finished revocations older than `beforeMs` whose fact the ledger does not hold (never arrived, or purged). */
+  async purge(beforeMs: number, limit: number): Promise<number> {
+    const [result] = await this.pool.query<ResultSetHeader>(
+      `DELETE FROM notice_revocations WHERE state = 'done' AND requested_at_ms < ? AND NOT EXISTS (SELECT 1 FROM notice_delivery_events e
+        WHERE e.source_name = notice_revocations.source_name AND e.app_code = notice_revocations.app_code AND e.source_event_id = notice_revocations.source_event_id)
+        ORDER BY requested_at_ms LIMIT ?`,
+      [beforeMs, limit],
+    );
+    return result.affectedRows;
   }
 
   /** Of these facts, the ones somebody asked to take back (checked by ingest before it records them: one statement). */
