@@ -19,6 +19,7 @@ import { rejectEntries } from './reject-entries.ts';
 import { pino } from 'pino';
 import { hostname, userInfo } from 'node:os';
 import { RoleConfigError, withDeadline } from '../app/role.ts';
+import { keyProblem } from '../intake/fact-validation.ts';
 import { timelinePage } from '../ledger/timeline.ts';
 import { presentFact } from '../ledger/present-fact.ts';
 import { DELIVERY_STATUSES } from '../ledger/status.ts';
@@ -309,6 +310,9 @@ export interface RevokeCommand {
  * revocation per fact, however often asked), audits it, and waits for the outcome per channel.
  */
 export async function revokeCommand(config: NoticeConfig, options: RevokeCommand): Promise<{ asked: boolean; state: string; outcome: string | null }> {
+  // An id the ledger cannot hold would be cut to fit and then never match: refused, naming the limit.
+  const problem = keyProblem(options.app ?? '', options.eventId);
+  if (problem) throw new RoleConfigError(`cannot revoke: ${problem}`);
   return withResources(config, async ({ pool }) => {
     let source = options.source;
     let app = options.app;

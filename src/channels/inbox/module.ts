@@ -62,7 +62,9 @@ export const inboxModule: ChannelModule<typeof inboxConfigShape> = {
       : isLoopbackHost(config.inbox.api_host)
         ? 'plaintext, loopback only (development)'
         : 'REFUSED: not loopback and no api_tls';
-    const at = config.inbox.api_port === 0 ? 'off' : `${config.inbox.api_host}:${config.inbox.api_port}`;
+    // Port 0 is not "off": the process listens on a free port the system picks (api_enabled: false turns it off).
+    const at =
+      config.inbox.api_port === 0 ? `${config.inbox.api_host}, a free port picked at start (api_port: 0)` : `${config.inbox.api_host}:${config.inbox.api_port}`;
     return [`inbox API ${at} (roles inbox-api and all; ${guard})`];
   },
   probe: async () => (await import('./probe.ts')).inboxProbe,

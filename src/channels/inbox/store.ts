@@ -185,8 +185,10 @@ export class InboxStore {
 
   /** Everything up to `upToId` (null: up to the newest item) counts as seen; the mark only moves forward. */
   async markSeen(owner: InboxOwner, upToId: string | null, nowMs: number): Promise<void> {
-    const upTo = upToId ?? (await this.newestId(owner));
-    if (upTo === null) return;
+    // Never beyond the caller's own newest item: a larger id would silence the badge for items not yet arrived.
+    const newest = await this.newestId(owner);
+    if (newest === null) return;
+    const upTo = upToId === null || BigInt(upToId) > BigInt(newest) ? newest : upToId;
     await this.query<ResultSetHeader>(
       `INSERT INTO notice_inbox_seen (app_code, user_id, seen_up_to_id, updated_at_ms) VALUES (?, ?, ?, ?)
        ON DUPLICATE KEY UPDATE seen_up_to_id = GREATEST(seen_up_to_id, VALUES(seen_up_to_id)), updated_at_ms = VALUES(updated_at_ms)`,

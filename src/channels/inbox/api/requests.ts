@@ -9,7 +9,10 @@ export const MAX_PAGE_SIZE = 100;
 
 const caller = z.object({ app_code: z.string(), user_id: z.string() }, { error: 'caller is required (app_code and user_id from the authenticated session)' });
 const kinds = z.array(z.string().regex(/^[a-z][a-z0-9_]{0,31}$/, 'kinds: each must be a notice kind such as "room_notice"')).max(20, 'kinds: at most 20');
-const id = z.string().regex(/^[1-9][0-9]{0,19}$/, 'ids: each must be a decimal item id');
+/** Item ids are BIGINT UNSIGNED: a decimal beyond its range names no item, and is the caller's mistake, not a retry. */
+const MAX_ITEM_ID = 18_446_744_073_709_551_615n;
+const isItemId = (s: string) => /^[1-9][0-9]{0,19}$/.test(s) && BigInt(s) <= MAX_ITEM_ID;
+const id = z.string().refine(isItemId, 'ids: each must be a decimal item id from 1 to 2^64-1');
 
 export class InvalidRequest extends Error {}
 
@@ -40,8 +43,8 @@ export function idsOf(raw: unknown): string[] {
 /** `up_to_id` of MarkAllNotificationsRead: empty for every item, else one decimal item id. */
 export function upToIdOf(raw: unknown): string | null {
   if (raw === undefined || raw === null || raw === '') return null;
-  if (typeof raw !== 'string' || !/^[1-9][0-9]{0,19}$/.test(raw))
-    throw new InvalidRequest(`up_to_id must be a decimal item id (or empty for all), got "${String(raw).slice(0, 40)}"`);
+  if (typeof raw !== 'string' || !isItemId(raw))
+    throw new InvalidRequest(`up_to_id must be a decimal item id from 1 to 2^64-1 (or empty for all), got "${String(raw).slice(0, 40)}"`);
   return raw;
 }
 
