@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { ConfigError, defaultConfigPath, loadConfigFile } from '../src/config/load.ts';
 import type { NoticeConfig } from '../src/config/schema.ts';
+import { jsonForTerminal, showControls } from '../src/platform/text.ts';
 import { createLogger, redactUrl } from '../src/platform/logger.ts';
 import { outputFormat } from '../src/ops/cli-format.ts';
 import { RoleConfigError } from '../src/app/role.ts';
@@ -239,10 +240,10 @@ program
         const rows = await ops.inspectEvent(config, eventId);
         if (rows.length === 0)
           return notFound(`no ledger row has event id "${eventId}" (an event id, not a user id; ids are exact, and rows past retention are purged)`);
-        return void console.log(JSON.stringify(rows, null, 2));
+        return void console.log(jsonForTerminal(rows));
       }
       const result = await ops.timelineCommand(config, { ...opts, event: eventId });
-      if (output === 'json') console.log(JSON.stringify(result, null, 2));
+      if (output === 'json') console.log(jsonForTerminal(result));
       else console.log((await import('../src/ops/cli-format.ts')).factsAsText(result.facts, result.zone, result.more));
       if (result.facts.length === 0) {
         notFound(
@@ -264,10 +265,10 @@ program
     const output = outputFormat(opts.output);
     const { auditCommand } = await import('../src/ops/cli-ops.ts');
     const actions = await auditCommand(loadConfig(opts.config), opts.limit);
-    if (output === 'json') return void console.log(JSON.stringify(actions, null, 2));
+    if (output === 'json') return void console.log(jsonForTerminal(actions));
     if (actions.length === 0) return void console.log('no operator actions yet');
     for (const a of actions)
-      console.log(`${a.at}  ${a.actor} (${a.via})  ${a.action}  matched ${a.matched}, changed ${a.affected}  ${JSON.stringify(a.detail)}`);
+      console.log(showControls(`${a.at}  ${a.actor} (${a.via})  ${a.action}  matched ${a.matched}, changed ${a.affected}  ${JSON.stringify(a.detail)}`));
   });
 
 const rejects = program.command('rejects').description('MQ messages acked without a ledger row (notice_rejected_messages)');
@@ -283,10 +284,12 @@ rejects
     const output = outputFormat(opts.output);
     const { listRejectsCommand } = await import('../src/ops/cli-ops.ts');
     const listed = await listRejectsCommand(loadConfig(opts.config), opts);
-    if (output === 'json') return void console.log(JSON.stringify(listed, null, 2));
+    if (output === 'json') return void console.log(jsonForTerminal(listed));
     if (listed.rows.length === 0) return void console.log('no rejected messages match');
     for (const r of listed.rows)
-      console.log(`#${r.id}  ${r.received}  ${r.sourceName}  ${r.tag || '-'}  ${r.messageId}  attempt ${r.deliveryAttempt}  ${r.bodyBytes} B  ${r.reason}`);
+      console.log(
+        showControls(`#${r.id}  ${r.received}  ${r.sourceName}  ${r.tag || '-'}  ${r.messageId}  attempt ${r.deliveryAttempt}  ${r.bodyBytes} B  ${r.reason}`),
+      );
     console.log(`\n${listed.rows.length} of ${listed.total}, newest first (bodies: rejects show <id>)`);
   });
 rejects
@@ -297,7 +300,7 @@ rejects
   .action(async (id: string, opts: { config?: string }) => {
     const { showRejectCommand } = await import('../src/ops/cli-ops.ts');
     const shown = await showRejectCommand(loadConfig(opts.config), id);
-    console.log(JSON.stringify(shown, null, 2));
+    console.log(jsonForTerminal(shown));
     if (!shown) process.exitCode = 1;
   });
 rejects
@@ -308,7 +311,7 @@ rejects
   .action(async (ids: string[], opts: { config?: string }) => {
     const { requeueRejectsCommand } = await import('../src/ops/cli-ops.ts');
     const result = await requeueRejectsCommand(loadConfig(opts.config), ids);
-    console.log(JSON.stringify(result, null, 2));
+    console.log(jsonForTerminal(result));
     if (result.missing.length > 0) {
       console.error(`notice-service: no rejected message with id ${result.missing.join(', ')}`);
       process.exitCode = 1;
@@ -329,7 +332,7 @@ program
     const { revokeCommand } = await import('../src/ops/cli-ops.ts');
     const { durationMs } = await import('../src/config/duration.ts');
     const result = await revokeCommand(loadConfig(opts.config), { eventId, source: opts.source, app: opts.app, waitMs: durationMs.parse(opts.wait) });
-    if (output === 'json') console.log(JSON.stringify(result, null, 2));
+    if (output === 'json') console.log(jsonForTerminal(result));
     else
       console.log(
         `${result.asked ? 'revocation asked' : 'already asked before (one revocation per fact)'}; ${result.state === 'done' ? `done: ${result.outcome}` : 'still being worked off by deliver (see inspect)'}`,
@@ -385,7 +388,7 @@ program
               return /^y(es)?$/i.test(answer.trim());
             },
       });
-      if (output === 'json') console.log(JSON.stringify(result, null, 2));
+      if (output === 'json') console.log(jsonForTerminal(result));
       else {
         const what = result.dry_run ? `would requeue ${result.matched}` : `requeued ${result.requeued} of ${result.matched} matched`;
         console.log(

@@ -5,6 +5,7 @@ import { spawnNotice } from './helpers/spawn.ts';
 import { AuditLog } from '../src/ops/audit-log.ts';
 import { balanceChanged, insertWalletRows, ledgerStatusCounts } from './helpers/outbox.ts';
 import { startPipeline } from './helpers/pipeline.ts';
+import { insertActivityRows } from './helpers/activity.ts';
 
 /** The CLI as an operator meets it: plain answers when there is nothing, and no Redis for commands that need none. */
 let env: TestEnv | undefined;
@@ -22,6 +23,34 @@ const run = async (args: string[]) => {
 };
 
 describe('notice-service CLI', () => {
+  it('inspect shows owner-written controls, bidi overrides and newlines as [U+XXXX], in text and JSON alike', async () => {
+    env = await createTestEnv({ activity_notice_worker: { enabled: true, poll_interval: '50ms' } });
+    const hostile = 'ev\u001b]0;pwned\u0007\u001b[2J\u009b31m\u202e\nFAKE 2026-01-01 level=info msg=ok';
+    await insertActivityRows(env.owner, env.config.activity_database, [
+      { event_id: hostile, event_type: 'SystemNotice', user_id: '57001', payload: { title_key: 'notice.t', body_key: 'notice.b' } },
+    ]);
+    const proc = await startPipeline(env.config, ['ingest']);
+    try {
+      await waitFor(
+        async () => Number((await env!.notice.query<any[]>('SELECT COUNT(*) AS n FROM notice_delivery_events'))[0][0].n),
+        (n) => n > 0,
+        20_000,
+        'the fact recorded',
+      );
+    } finally {
+      await proc.stop();
+    }
+    const raw = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e]/;
+    const table = await run(['inspect', '--user', '57001']);
+    expect(table.code).toBe(0);
+    expect(table.out).not.toMatch(raw);
+    expect(table.out).toContain('ev[U+001B]]0;pwned[U+0007][U+001B][2J[U+009B]31m[U+202E][U+000A]FAKE');
+    expect(table.out).not.toMatch(/^FAKE/m);
+    const json = await run(['inspect', '--user', '57001', '--output', 'json']);
+    expect(json.out).not.toMatch(raw);
+    expect(JSON.parse(json.out.slice(json.out.indexOf('{'))).facts[0].event_id).toBe(hostile);
+  });
+
   it('says why inspect finds nothing, refuses to requeue a rejected message that does not exist, and audits only what existed', async () => {
     env = await createTestEnv({});
     const inspect = await run(['inspect', '10042']);
