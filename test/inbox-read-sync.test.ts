@@ -83,4 +83,63 @@ describe('reading inbox items marks the IM conversation read (admin_set_msg_read
     // Two refused, the third accepted: retried, and one call per window, not one per read.
     expect(env.fakeIm.getReadStats().requests).toBe(3);
   });
+
+  it('the IM badge agrees with the inbox: reading one of twelve marks read only what was read, never everything', async () => {
+    const port = await freePort();
+    env = await createTestEnv({
+      inbox: { enabled: true, api_port: port, im_read_sync: { window: '300ms' } },
+      activity_notice_worker: { enabled: true, poll_interval: '50ms' },
+    });
+    procs.push(await startPipeline(env.config, ['ingest', 'deliver', 'inbox-api']));
+    const pkg = grpc.loadPackageDefinition(await protoLoader.load(INBOX_PROTO, { keepCase: true, longs: String, defaults: true })) as any;
+    client = new pkg.notice.inbox.v1.InboxService(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    const user = '73101';
+    const fact = (n: number) => ({
+      event_id: `badge_${n}`,
+      event_type: 'SystemNotice',
+      user_id: user,
+      payload: { title_key: 't', body_key: 'b', n },
+      created_at_ms: Date.now(),
+    });
+    const unreadBoth = async () => ({
+      im: env!.fakeIm.imUnread(user),
+      inbox: (await unaryCall('GetUnreadCount', { caller: caller(user) })).unread.count as number,
+    });
+    // The oldest notice first, then eleven more after the clock has turned two seconds (Tencent reads whole seconds).
+    await insertActivityRows(env.owner, env.config.activity_database, [fact(0)]);
+    await waitFor(unreadBoth, (u) => u.im === 1 && u.inbox === 1, 15_000, 'the first notice in IM and the inbox');
+    await new Promise((r) => setTimeout(r, 2000 - (Date.now() % 1000) + 100));
+    await insertActivityRows(
+      env.owner,
+      env.config.activity_database,
+      Array.from({ length: 11 }, (_, n) => fact(n + 1)),
+    );
+    await waitFor(unreadBoth, (u) => u.im === 12 && u.inbox === 12, 15_000, 'twelve unread in both');
+    const listed = await unaryCall('ListNotifications', { caller: caller(user), page_size: 20 });
+    const ids: string[] = listed.notifications.map((n: any) => n.id);
+    // The user reads the oldest one: IM shows 11, like the inbox (before: MsgReadTime absent, IM dropped to 0).
+    await unaryCall('MarkNotificationsRead', { caller: caller(user), ids: [ids.at(-1)] });
+    await waitFor(
+      async () => env!.fakeIm.readMarksReceived().length,
+      (n) => n >= 1,
+      15_000,
+      'the read sync',
+    );
+    expect(env.fakeIm.readMarksReceived()[0]).toMatchObject({ reportAccount: user, peerAccount: 'administrator' });
+    expect(await unreadBoth()).toEqual({ im: 11, inbox: 11 });
+    // Then the newest one (reads not a prefix): only the prefix is marked, so IM never shows fewer than the inbox.
+    await unaryCall('MarkNotificationsRead', { caller: caller(user), ids: [ids[0]] });
+    await waitFor(
+      async () => env!.fakeIm.readMarksReceived().length,
+      (n) => n >= 2,
+      15_000,
+      'the second read sync',
+    );
+    const after = await unreadBoth();
+    expect(after.inbox).toBe(10);
+    expect(after.im).toBeGreaterThanOrEqual(after.inbox);
+    // Everything read: both at 0.
+    await unaryCall('MarkAllNotificationsRead', { caller: caller(user) });
+    await waitFor(unreadBoth, (u) => u.im === 0 && u.inbox === 0, 15_000, 'all read in both');
+  });
 });

@@ -41,6 +41,15 @@ export interface ReceivedMessage {
   withdrawn?: boolean;
 }
 
+/** One accepted admin_set_msg_read: the messages sent before `readBeforeSec` (seconds) are read. */
+export interface ReadMark {
+  sdkAppId: number;
+  reportAccount: string;
+  peerAccount: string;
+  receivedAtMs: number;
+  readBeforeSec: number;
+}
+
 /** One accepted `v4/timpush/batch` call. */
 export interface ReceivedPush {
   taskId: string;
@@ -101,7 +110,7 @@ export class FakeImServer {
   private readStats = { requests: 0, by_code: {} as Record<string, number>, dropped: 0, http_errors: 0 };
   private readFaults: ActiveFaults = FakeImServer.noFaults();
   private withdrawCalls: Array<{ toAccount: string; msgKey: string; receivedAtMs: number }> = [];
-  private readMarks: Array<{ sdkAppId: number; reportAccount: string; peerAccount: string; receivedAtMs: number }> = [];
+  private readMarks: ReadMark[] = [];
   private readonly now: () => number;
   private received: ReceivedMessage[] = [];
   private dedup = new Map<string, { msgKey: string; atMs: number }>();
@@ -339,17 +348,25 @@ export class FakeImServer {
     return { checked, msg };
   }
 
-  /** admin_set_msg_read: Report_Account read the C2C conversation with Peer_Account (the admin's notices) up to now. */
+  /**
+   * admin_set_msg_read: Report_Account read the C2C conversation with Peer_Account (the admin's notices): the messages
+   * before MsgReadTime (seconds, a string), or before now when it is absent — as Tencent documents it.
+   */
   private answerSetMsgRead(url: URL, body: string): Record<string, unknown> {
     const request = this.adminRequest(url, body, ['Report_Account', 'Peer_Account']);
     if ('failed' in request) return request.failed;
     const { checked, msg } = request;
     if (this.faults.not_imported.includes(msg.Report_Account as string)) return answerFail(70107, 'account does not exist');
+    const readTime = msg.MsgReadTime;
+    if (readTime !== undefined && (typeof readTime !== 'string' || !/^[0-9]{1,12}$/.test(readTime)))
+      return answerFail(90001, 'MsgReadTime must be a timestamp in seconds, as a string');
+    const receivedAtMs = this.now();
     this.readMarks.push({
       sdkAppId: checked.app.sdkAppId,
       reportAccount: msg.Report_Account as string,
       peerAccount: msg.Peer_Account as string,
-      receivedAtMs: this.now(),
+      receivedAtMs,
+      readBeforeSec: readTime === undefined ? Math.floor(receivedAtMs / 1000) + 1 : Number(readTime),
     });
     return { ActionStatus: 'OK', ErrorCode: 0, ErrorInfo: '' };
   }
@@ -374,8 +391,14 @@ export class FakeImServer {
   }
 
   /** The admin_set_msg_read calls that succeeded. */
-  readMarksReceived(): ReadonlyArray<{ sdkAppId: number; reportAccount: string; peerAccount: string; receivedAtMs: number }> {
+  readMarksReceived(): ReadonlyArray<ReadMark> {
     return this.readMarks;
+  }
+
+  /** The IM badge of an account's conversation with the admin: messages to it not withdrawn, not before a read mark. */
+  imUnread(account: string): number {
+    const readBefore = Math.max(0, ...this.readMarks.filter((m) => m.reportAccount === account).map((m) => m.readBeforeSec));
+    return this.received.filter((m) => m.toAccount === account && !m.duplicate && !m.withdrawn && Math.floor(m.receivedAtMs / 1000) >= readBefore).length;
   }
 
   getReadStats() {

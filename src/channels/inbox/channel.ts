@@ -27,7 +27,7 @@ export function expiryFor(retention: InboxConfig['retention'], kind: string, cre
 export function inboxChannel(ctx: ChannelContext, store = new InboxStore(ctx.pool), now: () => number = Date.now): DeliveryChannel {
   const config = ctx.config.inbox;
   // Users who read inbox items get their IM conversation marked read from here (the API only notes who read).
-  const readSync = config.im_read_sync.enabled && ctx.config.tencent_im.enabled ? createReadSync(ctx.config, ctx.redis, ctx.logger) : null;
+  const readSync = config.im_read_sync.enabled && ctx.config.tencent_im.enabled ? createReadSync(ctx.config, ctx.redis, ctx.logger, store) : null;
   readSync?.start();
   const sweeper = new InboxSweeper(store, config, ctx.logger, ctx.metrics);
   const slot = groupCommit();

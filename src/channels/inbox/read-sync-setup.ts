@@ -6,9 +6,10 @@ import { TencentRest } from '../../tencent-im/rest.ts';
 import { SendPacer } from '../../tencent-im/send-pacer.ts';
 import { appRest } from '../../tencent-im/app-rest.ts';
 import { ImReadSync, type ReadSyncApp } from './read-sync.ts';
+import type { InboxStore } from './store.ts';
 
 /** Deliver's IM read sync: per Tencent app, its own REST client and its own pacer for the call. */
-export function createReadSync(config: NoticeConfig, redis: Redis, logger: Logger): ImReadSync {
+export function createReadSync(config: NoticeConfig, redis: Redis, logger: Logger, store: Pick<InboxStore, 'readBoundaryMs'>): ImReadSync {
   const im = config.tencent_im;
   const sync = config.inbox.im_read_sync;
   const apps = new Map<string, ReadSyncApp>();
@@ -30,5 +31,6 @@ export function createReadSync(config: NoticeConfig, redis: Redis, logger: Logge
     pollMs: Math.max(100, Math.floor(sync.window / 4)),
     retryDelaysMs: [1000, 2000, 4000],
     logger,
+    readBoundaryMs: (owner) => store.readBoundaryMs(owner),
   });
 }

@@ -64,6 +64,8 @@ export class ImReadSync {
       pollMs: number;
       retryDelaysMs: readonly number[];
       logger: Logger;
+      /** Up to when (ms) the user has read their notices (InboxStore.readBoundaryMs); null: all of them. */
+      readBoundaryMs(owner: InboxOwner): Promise<number | null>;
       now?: () => number;
     },
   ) {}
@@ -105,9 +107,17 @@ export class ImReadSync {
 
   private async sync(owner: InboxOwner, app: ReadSyncApp, attempt: number): Promise<void> {
     try {
+      // Without MsgReadTime Tencent marks everything up to now read: one item read of twelve would zero the badge, so
+      // it is left out only when nothing is unread.
+      const boundary = await this.deps.readBoundaryMs(owner);
+      const body = JSON.stringify({
+        Report_Account: owner.userId,
+        Peer_Account: app.peerAccount,
+        ...(boundary === null ? {} : { MsgReadTime: msgReadTime(boundary) }),
+      });
       const slot = await app.pacer.acquire(5000);
       const answer = slot.sent
-        ? await app.call('v4/openim/admin_set_msg_read', JSON.stringify({ Report_Account: owner.userId, Peer_Account: app.peerAccount }))
+        ? await app.call('v4/openim/admin_set_msg_read', body)
         : ({ kind: 'retry', code: 'SEND_SLOT_WAIT', message: 'no slot under the quota within 5 s', latencyMs: 0, mayHaveArrived: false } as const);
       if (answer.kind === 'ok') {
         this.stats.synced++;
@@ -136,6 +146,14 @@ export class ImReadSync {
     this.timers.clear();
     for (const app of this.deps.apps.values()) app.close?.();
   }
+}
+
+/**
+ * Tencent's MsgReadTime (seconds, as a string): messages before it are read. Whole seconds, one back from the
+ * boundary, so a message sent in the boundary's second stays unread whichever way Tencent compares.
+ */
+export function msgReadTime(boundaryMs: number): string {
+  return String(Math.floor(boundaryMs / 1000) - 1);
 }
 
 /** A member of the due set back to its owner; anything else (a hand-written member) is null. */

@@ -196,6 +196,21 @@ export class InboxStore {
     );
   }
 
+  /**
+   * Up to when the user's IM conversation may be marked read (ms): the moment the oldest unread item's fact entered
+   * the ledger — its C2C message went out after that. Reads that are not a prefix mark only the prefix, so the IM
+   * badge never drops below the inbox's. Null: nothing is unread, so everything may be.
+   */
+  async readBoundaryMs(owner: InboxOwner): Promise<number | null> {
+    const [unread] = await this.query<RowDataPacket[]>(
+      `SELECT MIN(e.created_at_ms) AS at FROM ${TABLE} i JOIN notice_delivery_events e
+         ON e.source_name = i.source_name AND e.app_code = i.app_code AND e.source_event_id = i.source_event_id AND e.channel = 'tencent_im_c2c'
+       WHERE i.app_code = ? AND i.user_id = ? AND i.is_read = 0`,
+      [owner.appCode, owner.userId],
+    );
+    return unread[0]?.at === null || unread[0]?.at === undefined ? null : Number(unread[0].at);
+  }
+
   /** The user's newest item id (archived ones included), or null. */
   async newestId(owner: InboxOwner): Promise<string | null> {
     const [rows] = await this.query<RowDataPacket[]>(`SELECT MAX(id) AS id FROM ${TABLE} WHERE app_code = ? AND user_id = ?`, [owner.appCode, owner.userId]);
