@@ -8,6 +8,8 @@ export interface IssuedCert {
   keyFile: string;
   cert: Buffer;
   key: Buffer;
+  /** When it stops being valid (issueExpiring only). */
+  notAfterMs?: number;
 }
 
 /** A throwaway PKI made with openssl for one test: CAs, and certificates each CA signs. */
@@ -79,6 +81,58 @@ export class TestPki {
       `${name}.crt`,
     );
     return this.files(name);
+  }
+
+  /**
+   * A client certificate signed by `ca` that expires `seconds` from now (openssl ca, since openssl x509 of OpenSSL 3.0
+   * takes whole days only): the gateway's certificate running out while its connection is open.
+   */
+  issueExpiring(ca: string, name: string, seconds: number): IssuedCert {
+    this.openssl(
+      'req',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-subj',
+      `/CN=${name}`,
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.csr`,
+    );
+    writeFileSync(join(this.dir, `${name}.ext`), 'extendedKeyUsage=clientAuth\n');
+    writeFileSync(join(this.dir, 'index.txt'), '');
+    writeFileSync(join(this.dir, 'serial'), `${(this.serial++).toString(16).padStart(2, '0')}\n`);
+    writeFileSync(
+      join(this.dir, 'ca.cnf'),
+      '[ca]\ndefault_ca = d\n[d]\ndatabase = index.txt\nnew_certs_dir = .\nserial = serial\ndefault_md = sha256\npolicy = p\nunique_subject = no\n[p]\ncommonName = supplied\n',
+    );
+    const stamp = (d: Date) => `${d.toISOString().replace(/[-:T]/g, '').slice(2, 14)}Z`;
+    const notAfter = new Date(Math.floor((Date.now() + seconds * 1000) / 1000) * 1000);
+    this.openssl(
+      'ca',
+      '-batch',
+      '-config',
+      'ca.cnf',
+      '-cert',
+      `${ca}.crt`,
+      '-keyfile',
+      `${ca}.key`,
+      '-in',
+      `${name}.csr`,
+      '-out',
+      `${name}.crt`,
+      '-notext',
+      '-startdate',
+      stamp(new Date(Date.now() - 3600_000)),
+      '-enddate',
+      stamp(notAfter),
+      '-extfile',
+      `${name}.ext`,
+    );
+    return { ...this.files(name), notAfterMs: notAfter.getTime() };
   }
 
   private files(name: string): IssuedCert {

@@ -41,6 +41,15 @@ export const inbox = z.strictObject({
   api_queue_limit: z.number().int().min(1).max(10_000).default(256),
   /** Deadline of each API query; a slower one fails the call UNAVAILABLE and frees its connection. */
   api_query_timeout: durationMs.default(2000),
+  /**
+   * A client certificate is checked at a full TLS handshake only, so the API bounds how long one lasts: a connection
+   * is closed (GOAWAY) after `api_max_connection_age`, its calls and streams get `api_max_connection_age_grace` to
+   * finish, and a TLS session may be resumed (no certificate shown) only within `api_tls_session_timeout` of the
+   * handshake that checked one. A replaced or expired gateway certificate stops working within their sum (40 min).
+   */
+  api_max_connection_age: durationMs.default(30 * 60_000),
+  api_max_connection_age_grace: durationMs.default(5 * 60_000),
+  api_tls_session_timeout: durationMs.default(5 * 60_000),
   /** Concurrent calls per gateway connection (HTTP/2 streams). */
   api_max_concurrent_streams: z.number().int().min(1).max(10_000).default(100),
   /**

@@ -26,6 +26,18 @@ export interface InboxApiTlsFiles {
   clientCa: Buffer;
 }
 
+/**
+ * TLS sessions resumable only this long after their full handshake (Node's `sessionTimeout`, in seconds): a resumed
+ * session shows no certificate, so an expired or replaced one would otherwise go on working. grpc-js's createSsl
+ * takes no TLS server options; its credentials hand these constructor options to http2.createSecureServer as they are.
+ */
+function withSessionTimeout(credentials: grpc.ServerCredentials, timeoutMs: number): grpc.ServerCredentials {
+  const options = (credentials as unknown as { _getConstructorOptions(): Record<string, unknown> | null })._getConstructorOptions();
+  if (!options) throw new Error('grpc-js secure credentials without TLS server options: cannot bound session resumption');
+  options.sessionTimeout = Math.max(1, Math.floor(timeoutMs / 1000));
+  return credentials;
+}
+
 /** Thrown when the API cannot listen as configured; the message names the key. */
 export class InboxApiConfigError extends RoleConfigError {}
 
@@ -98,11 +110,17 @@ export class InboxApiServer implements Role {
     const tls = config.api_tls ? readInboxApiTls(config.api_tls) : null;
     const grpcJs = await import('@grpc/grpc-js');
     const credentials = tls
-      ? grpcJs.ServerCredentials.createSsl(tls.clientCa, [{ cert_chain: tls.cert, private_key: tls.key }], true)
+      ? withSessionTimeout(
+          grpcJs.ServerCredentials.createSsl(tls.clientCa, [{ cert_chain: tls.cert, private_key: tls.key }], true),
+          config.api_tls_session_timeout,
+        )
       : grpcJs.ServerCredentials.createInsecure();
     const server = new grpcJs.Server({
       'grpc.max_receive_message_length': MAX_REQUEST_BYTES,
       'grpc.max_concurrent_streams': config.api_max_concurrent_streams,
+      // A connection's client certificate was checked once, at its handshake: it lives this long, then reconnects.
+      'grpc.max_connection_age_ms': config.api_max_connection_age,
+      'grpc.max_connection_age_grace_ms': config.api_max_connection_age_grace,
     });
     this.pool = createMysqlPool(this.mysqlUrl, config.api_pool_size, { queueLimit: config.api_queue_limit });
     let live: { hub: InboxLiveHub; changed(owner: InboxOwner): void } | undefined;
