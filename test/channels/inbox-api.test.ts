@@ -141,7 +141,7 @@ describe('notice.inbox.v1.InboxService over a real gRPC client', () => {
     expect(await fails('DeleteNotifications', { caller: bob, ids: ['999999999'] })).toMatchObject({ code: grpc.status.NOT_FOUND });
     expect(await fails('MarkAllNotificationsRead', { caller: bob, up_to_id: 'abc' })).toMatchObject({
       code: grpc.status.INVALID_ARGUMENT,
-      details: 'up_to_id must be a decimal item id (or empty for all), got "abc"',
+      details: 'up_to_id must be a decimal item id from 1 to 2^64-1 (or empty for all), got "abc"',
     });
   });
 });
