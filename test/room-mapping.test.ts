@@ -26,7 +26,7 @@ describe('room MQ message mapping', () => {
       userId: '42',
       noticeKind: 'room_notice',
       payload:
-        '{"event_type":"RoomUserKicked","event_id":"rev_1","app_code":"lalu","room_id":"r9","target_user_id":"42","operator_user_id":"7","reason":"spam","created_at_ms":5,"source_created_at_ms":1800000000000}',
+        '{"event_type":"RoomUserKicked","event_id":"rev_1","app_code":"lalu","room_id":"r9","target_user_id":"42","operator_user_id":"7","reason":"spam","created_at_ms":1800000000000,"source_created_at_ms":1800000000000}',
     });
   });
 

@@ -16,12 +16,14 @@ const row = (over: Record<string, unknown> = {}) => ({
 describe('wallet notice mapping', () => {
   it('builds the seed WalletBalanceChanged payload, fields in the documented order', () => {
     const mapped = mapWalletOutboxRow(row(), 1710000000123);
+    // Recorded again later (its ledger row lost in a failover): byte for byte the same message.
+    expect(mapWalletOutboxRow(row(), 1710009999999)).toEqual(mapped);
     expect(mapped.kind).toBe('notice');
     if (mapped.kind !== 'notice') return;
     expect(mapped.noticeKind).toBe('wallet_notice');
     expect(mapped.userId).toBe('10001');
     expect(mapped.payload).toBe(
-      '{"event_type":"WalletBalanceChanged","event_id":"tx_xxx:WalletBalanceChanged:10001:COIN","app_code":"lalu","transaction_id":"tx_xxx","command_id":"gift_cmd_001","user_id":"10001","asset_type":"COIN","available_delta":-9900,"frozen_delta":0,"available_after":1123123,"frozen_after":0,"balance_version":18,"created_at_ms":1710000000123,"source_created_at_ms":1710000000000,"metadata":{}}',
+      '{"event_type":"WalletBalanceChanged","event_id":"tx_xxx:WalletBalanceChanged:10001:COIN","app_code":"lalu","transaction_id":"tx_xxx","command_id":"gift_cmd_001","user_id":"10001","asset_type":"COIN","available_delta":-9900,"frozen_delta":0,"available_after":1123123,"frozen_after":0,"balance_version":18,"created_at_ms":1710000000000,"source_created_at_ms":1710000000000,"metadata":{}}',
     );
   });
 
@@ -74,7 +76,7 @@ describe('wallet notice mapping', () => {
       reward_resource_group_id: 101,
       resource_grant_id: 'rgr_xxx',
       reward_items: [],
-      created_at_ms: 5,
+      created_at_ms: 1790000000000, // the owner row's, not the clock: a fact recorded again is the same message
       source_created_at_ms: 1790000000000,
     });
   });

@@ -50,7 +50,7 @@ export function mapActivityOutboxRow(row: OutboxRow, recordedAtMs: number, langu
   const payload: Record<string, unknown> = { event_type: eventType, event_id: row.event_id, app_code: row.app_code, user_id: userId };
   const data = parsed.data as Record<string, unknown>;
   for (const key of CONTRACT_KEYS[eventType as ActivityEventType]) if (key in data) payload[key] = data[key];
-  payload.created_at_ms = recordedAtMs;
+  payload.created_at_ms = sourceCreatedAtMs ?? recordedAtMs;
   payload.source_created_at_ms = sourceCreatedAtMs;
   return toNotice(payload, { eventType, userId, noticeKind: ACTIVITY_NOTICE }, undefined, { owner: raw, field: languageField });
 }

@@ -59,7 +59,7 @@ export function mapRoomFact(fact: RoomFact, recordedAtMs: number, languageField 
       reward_items: p.reward_items,
     };
     if (p.rocket_id !== undefined) payload.rocket_id = p.rocket_id;
-    payload.created_at_ms = recordedAtMs;
+    payload.created_at_ms = fact.created_at_ms ?? recordedAtMs;
     payload.source_created_at_ms = fact.created_at_ms ?? null;
     return toNotice(payload, { eventType: fact.event_type, userId: p.reward_user_id, noticeKind: ROOM_NOTICE }, undefined, {
       owner: raw,
@@ -79,7 +79,7 @@ export function mapRoomFact(fact: RoomFact, recordedAtMs: number, languageField 
     reason: p.reason,
   };
   if (p.ban_until_ms !== undefined && p.ban_until_ms !== null) payload.ban_until_ms = p.ban_until_ms;
-  payload.created_at_ms = recordedAtMs;
+  payload.created_at_ms = fact.created_at_ms ?? recordedAtMs;
   payload.source_created_at_ms = fact.created_at_ms ?? null;
   return toNotice(payload, { eventType: fact.event_type, userId: p.target_user_id, noticeKind: ROOM_NOTICE }, undefined, { owner: raw, field: languageField });
 }

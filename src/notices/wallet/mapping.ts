@@ -15,7 +15,9 @@ const NOTICE_KIND_BY_EVENT: Record<string, string> = {
 
 /**
  * wallet_outbox row → the client payload of the seed ("Payload 约定"), field names and order as documented there.
- * `created_at_ms` is when notice-service recorded the event; `source_created_at_ms` is the outbox row's.
+ * `created_at_ms` is the outbox row's (notice-service's record time only when the row has none), so a fact recorded
+ * again — its ledger row lost in a database failover — is the same message byte for byte, which Tencent's duplicate
+ * filter and clients drop; `source_created_at_ms` is the outbox row's as written.
  */
 export function mapWalletOutboxRow(row: OutboxRow, recordedAtMs: number, languageField = 'language'): MappedEvent {
   const eventType = typeof row.event_type === 'string' ? row.event_type : '';
@@ -57,7 +59,7 @@ export function mapWalletOutboxRow(row: OutboxRow, recordedAtMs: number, languag
       available_after: p.available_after,
       frozen_after: p.frozen_after,
       balance_version: p.balance_version,
-      created_at_ms: recordedAtMs,
+      created_at_ms: sourceCreatedAtMs ?? recordedAtMs,
       source_created_at_ms: sourceCreatedAtMs,
       metadata: p.metadata,
     };
@@ -85,7 +87,7 @@ export function mapWalletOutboxRow(row: OutboxRow, recordedAtMs: number, languag
       reward_resource_group_id: p.reward_resource_group_id,
       resource_grant_id: p.resource_grant_id,
       reward_items: p.reward_items,
-      created_at_ms: recordedAtMs,
+      created_at_ms: sourceCreatedAtMs ?? recordedAtMs,
       source_created_at_ms: sourceCreatedAtMs,
     };
   }
