@@ -78,6 +78,12 @@ export const noticeIngestCursors = mysqlTable('notice_ingest_cursors', {
   highWaterId: bigint('high_water_id', { mode: 'number', unsigned: true }).notNull().default(0),
   /** JSON array of [fromId, toId, firstSeenMs] ranges not yet seen committed. */
   openGaps: mediumtext('open_gaps').notNull(),
+  /**
+   * Which row stood at high_water_id when the cursor passed it (app code NUL event id): after a MySQL failover the
+   * ids below the cursor may have been handed out again, and this tells a re-read cursor whether its outbox is the
+   * one it read. NULL for cursors saved before it existed.
+   */
+  highWaterRow: varbinary('high_water_row', { length: 1024 }),
   leaseOwner: varchar('lease_owner', { length: 128 }),
   leaseUntilMs: bigint('lease_until_ms', { mode: 'number' }).notNull().default(0),
   updatedAtMs: bigint('updated_at_ms', { mode: 'number' }).notNull(),

@@ -79,6 +79,7 @@ export class IngestRole implements Role {
             metrics,
             queueDepth: () => queues.queuedJobsByGroup(m.noticeKinds),
             appGroupOf: (app) => queues.appGroupOf(app),
+            recordedAtRows: (sourceName, rows) => ledger.recordedAtRows(sourceName, rows),
           });
         }),
       );

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { advanceCursor, INITIAL_CURSOR, parseGaps, serializeGaps } from '../src/outbox/gap-tracker.ts';
+import { advanceCursor, INITIAL_CURSOR, parseGaps, rewoundTo, serializeGaps } from '../src/outbox/gap-tracker.ts';
 import { afterCheck, chunksFor, MAX_CHECK_INTERVAL_MS, MAX_RANGES_PER_CHUNK, nextCheckAt } from '../src/outbox/gap-watch.ts';
 
 describe('gap tracker', () => {
@@ -91,5 +91,29 @@ describe('late-commit watch schedule', () => {
     const partly = afterCheck(one, [3151], 200_000, GRACE, HORIZON);
     expect(partly).toMatchObject({ kind: 'watching', chunk: { ranges: [[3152, 3152]], holeIds: 1, checks: 1, nextCheckAtMs: 200_000 + 2 * GRACE } });
     expect(afterCheck(one, [], one.firstSeenMs + HORIZON, GRACE, HORIZON)).toEqual({ kind: 'abandoned', holeIds: 2 });
+  });
+});
+
+describe('a cursor going back to its outbox (after a failover)', () => {
+  it('goes back to the given id, keeps the holes below it (cut at it), drops those above, forgets the row identity', () => {
+    const state = {
+      highWaterId: 960,
+      gaps: [
+        [100, 110, 5],
+        [620, 640, 6],
+        [700, 705, 7],
+      ] as Array<[number, number, number]>,
+      highWaterRow: 'abc',
+    };
+    expect(rewoundTo(state, 630)).toEqual({
+      highWaterId: 630,
+      gaps: [
+        [100, 110, 5],
+        [620, 630, 6],
+      ],
+      highWaterRow: null,
+    });
+    expect(rewoundTo(state, 960)).toBeNull();
+    expect(rewoundTo(state, 2000)).toBeNull();
   });
 });

@@ -29,6 +29,7 @@ const IDENTITY = new Set([
   'message_id',
   'fact_hash',
   'body_sha256',
+  'high_water_row',
 ]);
 const NAMES_WE_DEFINE = new Set([
   'source_name',

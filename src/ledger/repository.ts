@@ -359,6 +359,18 @@ export class LedgerRepository {
    * next attempt overwrites it. Returns the keys that actually moved.
    */
   /** A fact's rows on every channel (a revocation works them off one by one). */
+  /** Of these outbox rows (a source's facts with their row ids), the ids whose fact the ledger recorded from that very row. */
+  async recordedAtRows(sourceName: string, rows: ReadonlyArray<{ appCode: string; sourceEventId: string; rowId: number }>): Promise<Set<number>> {
+    if (rows.length === 0) return new Set();
+    const [found] = await this.pool.query<RowDataPacket[]>(
+      `SELECT DISTINCT app_code, source_event_id, source_row_id FROM ${TABLE} WHERE source_name = ? AND (app_code, source_event_id) IN (${rows.map(() => '(?, ?)').join(', ')})`,
+      [sourceName, ...rows.flatMap((r) => [r.appCode, r.sourceEventId])],
+    );
+    const at = (appCode: string, eventId: string, rowId: number) => `${appCode}\u0000${eventId}\u0000${rowId}`;
+    const recorded = new Set(found.map((r) => at(String(r.app_code), String(r.source_event_id), Number(r.source_row_id))));
+    return new Set(rows.filter((r) => recorded.has(at(r.appCode, r.sourceEventId, r.rowId))).map((r) => r.rowId));
+  }
+
   async rowsOfFact(fact: Omit<LedgerKey, 'channel'>): Promise<LedgerRow[]> {
     const [rows] = await this.pool.query<RowDataPacket[]>(`SELECT * FROM ${TABLE} WHERE source_name = ? AND app_code = ? AND source_event_id = ?`, [
       fact.sourceName,

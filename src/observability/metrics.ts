@@ -43,6 +43,12 @@ export class NoticeMetrics {
     labelNames: ['source'],
     registers: [this.registry],
   });
+  readonly outboxRewound = new Counter({
+    name: 'notice_ingest_outbox_rewound_total',
+    help: "Times a source's outbox was found behind its cursor (a failover to a replica that lacked rows, a restore) and the cursor went back to it",
+    labelNames: ['source'],
+    registers: [this.registry],
+  });
   readonly watchedGapIds = new Gauge({
     name: 'notice_ingest_watched_gap_ids',
     help: 'Outbox id holes past gap_grace still re-checked for late commits',

@@ -38,9 +38,14 @@ export class CursorStore {
   }
 
   async load(sourceName: string): Promise<CursorState> {
-    const [rows] = await this.pool.query<RowDataPacket[]>('SELECT high_water_id, open_gaps FROM notice_ingest_cursors WHERE source_name = ?', [sourceName]);
+    const [rows] = await this.pool.query<RowDataPacket[]>('SELECT high_water_id, open_gaps, high_water_row FROM notice_ingest_cursors WHERE source_name = ?', [
+      sourceName,
+    ]);
     const row = rows[0];
-    return row ? { highWaterId: Number(row.high_water_id), gaps: parseGaps(row.open_gaps) } : { highWaterId: 0, gaps: [] };
+    if (!row) return { highWaterId: 0, gaps: [], highWaterRow: null };
+    const identity =
+      row.high_water_row === null ? null : Buffer.isBuffer(row.high_water_row) ? row.high_water_row.toString('utf8') : String(row.high_water_row);
+    return { highWaterId: Number(row.high_water_id), gaps: parseGaps(row.open_gaps), highWaterRow: identity };
   }
 
   /**
@@ -57,9 +62,9 @@ export class CursorStore {
   ): Promise<boolean> {
     const update = (db: Pool | PoolConnection) =>
       db.query<ResultSetHeader>(
-        `UPDATE notice_ingest_cursors SET high_water_id = ?, open_gaps = ?, lease_until_ms = ?, updated_at_ms = ?
+        `UPDATE notice_ingest_cursors SET high_water_id = ?, open_gaps = ?, high_water_row = ?, lease_until_ms = ?, updated_at_ms = ?
           WHERE source_name = ? AND lease_owner = ?`,
-        [state.highWaterId, serializeGaps(state.gaps), nowMs + leaseMs, nowMs, sourceName, owner],
+        [state.highWaterId, serializeGaps(state.gaps), state.highWaterRow ?? null, nowMs + leaseMs, nowMs, sourceName, owner],
       );
     if (!watch || watch.chunks.length === 0) return (await update(this.pool))[0].affectedRows === 1;
     const conn = await this.pool.getConnection();

@@ -11,6 +11,8 @@ export type GapRange = [fromId: number, toId: number, firstSeenMs: number];
 export interface CursorState {
   highWaterId: number;
   gaps: GapRange[];
+  /** Which row stood at highWaterId (rowIdentity), to tell after a failover whether the outbox is the one read. */
+  highWaterRow?: string | null;
 }
 
 export interface AdvanceResult {
@@ -72,4 +74,16 @@ export function parseGaps(text: string | null): GapRange[] {
   const parsed = JSON.parse(text) as unknown;
   if (!Array.isArray(parsed)) return [];
   return parsed.filter((g): g is GapRange => Array.isArray(g) && g.length === 3 && g.every((n) => Number.isSafeInteger(n)));
+}
+
+/**
+ * The cursor for an outbox whose newest id is below it: the outbox moved backwards (a failover to a replica that
+ * lacked its last rows, or a restore), and the owner's next rows take ids the cursor had passed. The cursor goes back
+ * to the newest row; holes above it are dropped (those ids are handed out again). Null: the outbox is not behind.
+ */
+export function rewoundTo(state: CursorState, outboxNewestId: number): CursorState | null {
+  if (outboxNewestId >= state.highWaterId) return null;
+  const gaps: GapRange[] = [];
+  for (const [from, to, seen] of state.gaps) if (from <= outboxNewestId) gaps.push([from, Math.min(to, outboxNewestId), seen]);
+  return { highWaterId: outboxNewestId, gaps, highWaterRow: null };
 }

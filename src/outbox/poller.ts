@@ -4,10 +4,10 @@ import { describeError } from '../platform/errors.ts';
 import type { OutboxWorkerConfig } from '../config/schema.ts';
 import type { FactRecorder, SourceFact } from '../intake/fact-recorder.ts';
 import type { NoticeMetrics } from '../observability/metrics.ts';
-import { advanceCursor, countGapIds, type CursorState } from './gap-tracker.ts';
+import { advanceCursor, countGapIds, rewoundTo, type CursorState } from './gap-tracker.ts';
 import type { CursorStore } from './cursor-store.ts';
 import { OutboxIdTooLargeError, type OutboxReader } from './reader.ts';
-import type { OutboxSource } from './source.ts';
+import { rowIdentity, type OutboxSource } from './source.ts';
 import type { GapWatchStore } from './gap-watch-store.ts';
 import { LateCommitWatch } from './late-commit-watch.ts';
 import type { OutboxRow } from '../notices/types.ts';
@@ -55,6 +55,8 @@ export interface OutboxPollerDeps {
   metrics?: NoticeMetrics;
   /** Jobs waiting or delayed in this source's kinds' queues, per app group ('' = the default group), for max_queued_jobs. */
   queueDepth?: () => Promise<Map<string, number>>;
+  /** Of these outbox rows, the ids whose fact the ledger recorded from that very row (LedgerRepository.recordedAtRows). */
+  recordedAtRows?: (sourceName: string, rows: ReadonlyArray<{ appCode: string; sourceEventId: string; rowId: number }>) => Promise<Set<number>>;
   /** The app group an app_code's jobs go to (DeliverQueues.appGroupOf); all in one group without it. */
   appGroupOf?: (appCode: string) => string;
   now?: () => number;
@@ -190,6 +192,9 @@ export class OutboxPoller {
         // MySQL or Redis is unavailable: nothing advanced; wait longer each time, up to 30 s, then retry.
         delay = Math.min(30_000, this.deps.config.poll_interval * 2 ** Math.min(failures, 6));
         this.log.warn({ err: describeError(err), retry_in_ms: delay }, 'outbox poll failed; cursor not advanced');
+        // The cursor in memory may no longer match MySQL (a failover promoted a replica that is behind): the next
+        // poll re-reads it and checks it against the outbox before reading on.
+        this.state = null;
       }
       if (delay > 0 && this.running) await this.pause.sleep(delay);
     }
@@ -219,6 +224,11 @@ export class OutboxPoller {
       this.now(),
       config.gap_grace,
     );
+    // The cursor remembers which row it passed, so a re-read cursor can tell whether the outbox is the one it read.
+    if (next.highWaterId !== state.highWaterId) {
+      const top = newRows.find((r) => r.id === next.highWaterId);
+      next.highWaterRow = top ? rowIdentity(top) : null;
+    } else next.highWaterRow = state.highWaterRow ?? null;
     const chunks = this.watch.chunksFor(skipped, this.now());
     this.stats.gapsSkipped += countGapIds(skipped);
     const changed = next.highWaterId !== state.highWaterId || JSON.stringify(next.gaps) !== JSON.stringify(state.gaps);
@@ -308,12 +318,76 @@ export class OutboxPoller {
       this.state = null;
       return false;
     }
+    this.leaseUntilMs = nowMs + config.lock_ttl;
     if (!this.state) {
       this.state = await cursors.load(this.name);
       this.watch.forget();
       this.log.info({ high_water_id: this.state.highWaterId, open_gap_ids: countGapIds(this.state.gaps) }, 'ingest lease acquired');
+      // Whenever the cursor is (re)loaded — at start, and after any failed poll — it is checked against the outbox
+      // (one primary-key read): a cursor ahead of its outbox would skip the owner's next rows for good.
+      return this.checkNotAhead(nowMs);
     }
-    this.leaseUntilMs = nowMs + config.lock_ttl;
     return true;
+  }
+
+  /**
+   * A cursor re-read from MySQL is checked against the outbox before anything is read past it. After a failover to
+   * a replica that lacked the last rows, the promoted outbox hands out those ids again, to other facts: the row at
+   * the cursor is then missing or another one, and the cursor goes back to the newest row whose fact the ledger
+   * recorded from that very row. Going back re-reads rows the ledger already has (idempotent); not going back would
+   * skip the owner's new rows for good.
+   */
+  private async checkNotAhead(nowMs: number): Promise<boolean> {
+    const { config, cursors, reader } = this.deps;
+    const state = this.state!;
+    if (state.highWaterId === 0) return true;
+    const [atCursor] = await reader.readGaps([[state.highWaterId, state.highWaterId, 0]], 1);
+    const known = state.highWaterRow ?? null;
+    if (atCursor && (known === null || rowIdentity(atCursor) === known)) return true;
+    let target: { id: number; row: string | null };
+    if (known === null) {
+      // A cursor saved before rows were remembered: only an outbox whose newest id is below it is caught.
+      const newest = (await reader.newest())?.id ?? 0;
+      if (newest >= state.highWaterId) return true;
+      target = { id: newest, row: null };
+    } else target = await this.lastRecordedRow(state.highWaterId - 1);
+    this.log.error(
+      {
+        high_water_id: state.highWaterId,
+        rewound_to: target.id,
+        row_at_cursor: atCursor ? 'another fact' : 'missing',
+      },
+      "the outbox is not the one this source's cursor read: the row at the cursor is missing or another fact (a MySQL failover to a replica that lacked the last rows, or a restore). The owner's new rows would take ids the cursor had passed, so the cursor goes back to the newest row the ledger recorded; facts whose rows are gone from the outbox are the owner's loss (those already recorded stay in the ledger)",
+    );
+    this.deps.metrics?.outboxRewound.inc({ source: this.name });
+    const rewound = rewoundTo(state, target.id) ?? state;
+    rewound.highWaterRow = target.row;
+    if (!(await cursors.save(this.name, this.deps.owner, rewound, nowMs, config.lock_ttl))) {
+      this.state = null;
+      return false;
+    }
+    this.state = rewound;
+    this.watch.forget();
+    return true;
+  }
+
+  /** The newest row at or below `fromId` whose fact the ledger recorded from that row; walks down 500 rows a read. */
+  private async lastRecordedRow(fromId: number): Promise<{ id: number; row: string | null }> {
+    const { reader, source, recordedAtRows } = this.deps;
+    let below = fromId;
+    for (let read = 0; read < 40 && below > 0; read++) {
+      const rows = await reader.readDown(below, 500);
+      if (rows.length === 0) return { id: 0, row: null };
+      const facts = rows.map((row) => {
+        const identity = source.identify(row);
+        return { appCode: identity.appCode, sourceEventId: identity.sourceEventId, rowId: row.id };
+      });
+      const recorded = recordedAtRows ? await recordedAtRows(source.sourceName, facts) : new Set<number>();
+      const top = rows.find((r) => recorded.has(r.id));
+      if (top) return { id: top.id, row: rowIdentity(top) };
+      below = rows.at(-1)!.id - 1;
+    }
+    // 20,000 rows and none recorded (all of types this service skips?): re-read from there; the ledger dedups.
+    return { id: Math.max(0, below), row: null };
   }
 }

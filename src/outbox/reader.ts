@@ -39,6 +39,12 @@ export class OutboxReader {
     return (firstUnsafe >= 0 ? rows.slice(0, firstUnsafe) : rows).map(toOutboxRow);
   }
 
+  /** Up to `limit` rows at or below `id`, newest first (the failover check walks down from the cursor). */
+  async readDown(id: number, limit: number): Promise<OutboxRow[]> {
+    const [rows] = await this.pool.query<RowDataPacket[]>(`${this.select} WHERE id <= ? ORDER BY id DESC LIMIT ?`, [id, limit]);
+    return rows.filter((r) => Number.isSafeInteger(Number(r.id))).map(toOutboxRow);
+  }
+
   /** The id past 2^53 the last readAfter stopped at, if any. */
   blockedId(): string | null {
     return this.blockedAt;

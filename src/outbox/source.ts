@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { MappedEvent, OutboxRow, SourceIdentity } from '../notices/types.ts';
 import { keyProblem, timestampProblem } from '../intake/fact-validation.ts';
 
@@ -32,4 +33,11 @@ export function identifyOutboxRow(sourceTable: string, row: OutboxRow): SourceId
     sourceCreatedAtMs: typeof row.created_at_ms === 'number' && Number.isSafeInteger(row.created_at_ms) ? row.created_at_ms : null,
     ...(problem ? { problem } : {}),
   };
+}
+
+/** A row's identity as the owner wrote it (app code and event id, hashed to a fixed size), whatever its id. */
+export function rowIdentity(row: OutboxRow): string {
+  return createHash('sha256')
+    .update(`${String(row.app_code ?? '')}\u0000${String(row.event_id ?? '')}`)
+    .digest('base64url');
 }

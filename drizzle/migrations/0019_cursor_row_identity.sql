@@ -1,0 +1,1 @@
+ALTER TABLE `notice_ingest_cursors` ADD `high_water_row` varbinary(1024);
