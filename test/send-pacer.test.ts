@@ -5,6 +5,7 @@ import {
   PACE_DECREASE,
   PACE_FLOOR,
   PACE_HOLD_MS,
+  PACE_RECOVERY_PER_S,
   NO_LIMIT_RECHECK_MS,
   PACE_SHARE,
   SendPacer,
@@ -206,23 +207,31 @@ describe('send pacer', () => {
     const before = [await a.reserve(), await a.reserve()];
     expect(before[1]!.slotUs - before[0]!.slotUs).toBe(a.intervalUs);
     // Several answers from one bunch count once.
+    const loweredAt = Date.now();
     const paces = await Promise.all([a.overFrequency(), b.overFrequency(), b.overFrequency()]);
     expect(paces.every((p) => Math.abs(p - PACE_DECREASE) < 0.002)).toBe(true);
-    // The other process's slots are spaced by the lowered pace (it recovers a little while we look: 5 %/s).
+    // The pace grows back PACE_RECOVERY_PER_S of the full rate per second: bounds follow the time this machine took.
+    const paceBy = () => Math.min(1, PACE_DECREASE + (PACE_RECOVERY_PER_S * (Date.now() - loweredAt)) / 1000 + 0.002);
+    // The other process's slots are spaced by the lowered pace.
     const after = [await b.reserve(), await b.reserve()];
     const spacing = after[1]!.slotUs - after[0]!.slotUs;
-    expect(spacing).toBeGreaterThan(a.intervalUs / (PACE_DECREASE + 0.01));
+    expect(spacing).toBeGreaterThanOrEqual(Math.floor(a.intervalUs / paceBy()));
     expect(spacing).toBeLessThanOrEqual(Math.ceil(a.intervalUs / PACE_DECREASE));
     // And the sliding second admits fewer: cap × pace.
-    const admitted = await Promise.all(Array.from({ length: a.cap }, () => a.admit()));
-    expect(admitted.filter(Boolean).length).toBe(Math.floor(a.cap * PACE_DECREASE));
-    // Bunches far apart keep lowering it, down to the floor and no further.
+    const admitted = (await Promise.all(Array.from({ length: a.cap }, () => a.admit()))).filter(Boolean).length;
+    expect(admitted).toBeGreaterThanOrEqual(Math.floor(a.cap * PACE_DECREASE));
+    expect(admitted).toBeLessThanOrEqual(Math.floor(a.cap * paceBy()));
+    expect(admitted).toBeLessThan(a.cap);
+    // Bunches far apart keep lowering it, down to the floor and no further (however long each wait really took).
     let pace = 1;
-    for (let i = 0; i < 10; i++) {
+    for (let i = 0; i < 60 && pace > PACE_FLOOR + 0.001; i++) {
       await new Promise((r) => setTimeout(r, PACE_HOLD_MS + 10));
       pace = await a.overFrequency();
+      expect(pace).toBeGreaterThanOrEqual(PACE_FLOOR - 0.001);
     }
     expect(pace).toBeCloseTo(PACE_FLOOR, 2);
+    await new Promise((r) => setTimeout(r, PACE_HOLD_MS + 10));
+    expect(await a.overFrequency()).toBeGreaterThanOrEqual(PACE_FLOOR - 0.001);
   });
 
   it('without a rate limit an over-frequency answer stops every process for a second', async () => {
