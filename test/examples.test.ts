@@ -7,6 +7,8 @@ import { listenerSummary } from '../src/config/check.ts';
 import { configReference } from '../src/config/reference.ts';
 import { inspectEvent } from '../src/ops/cli-ops.ts';
 import { EXAMPLE_MODULES } from './examples/registry.ts';
+import { giftModule } from './examples/sources/gift/module.ts';
+import { configSchemaFor } from '../src/config/schema.ts';
 import { webhookModule } from './examples/channels/webhook/module.ts';
 import { WebhookReceiver } from './examples/channels/webhook/probe.ts';
 import { channelContract } from './channels/conformance.ts';
@@ -29,6 +31,25 @@ afterEach(async () => {
 const BASE = 'mysql: { url: "mysql://root@127.0.0.1:3306/x" }\nredis: { url: "redis://127.0.0.1:6379" }\ntencent_im: { app_code: lalu }\n';
 
 describe('example modules', () => {
+  it('two modules with one name, config key or source name are refused at start-up, naming both', () => {
+    const twice = () => configSchemaFor({ channels: [...EXAMPLE_MODULES.channels, webhookModule], sources: EXAMPLE_MODULES.sources });
+    expect(twice).toThrow(
+      /channel name "webhook" is claimed twice: by channel module "webhook" \(channels\[3\]\) and by channel module "webhook" \(channels\[4\]\)/,
+    );
+    expect(twice).toThrow(/config key "webhook" is claimed twice/);
+    // Another module under a name already taken: a source named like the wallet's, a channel block named like a core key.
+    const walletAgain = { ...giftModule, sourceName: 'wallet_outbox' };
+    expect(() => configSchemaFor({ channels: EXAMPLE_MODULES.channels, sources: [...EXAMPLE_MODULES.sources.slice(0, 3), walletAgain] })).toThrow(
+      /source name "wallet_outbox" is claimed twice: by source module "wallet" \(sources\[0\]\) and by source module "gift" \(sources\[3\]\)/,
+    );
+    const coreClash = { ...webhookModule, configShape: { redis: webhookModule.configShape.webhook } };
+    expect(() => configSchemaFor({ channels: [...EXAMPLE_MODULES.channels.slice(0, 3), coreClash], sources: EXAMPLE_MODULES.sources })).toThrow(
+      /config key "redis" is claimed twice: by the core config and by channel module "webhook"/,
+    );
+    // The registries as they are compose without a word.
+    expect(() => configSchemaFor(EXAMPLE_MODULES)).not.toThrow();
+  });
+
   it('config validation knows their keys (defaults, errors naming the key) and the registries alone do not', () => {
     const config = parseConfigText(
       `${BASE}webhook: { enabled: true, url: "http://127.0.0.1:1/n" }\ngift_notice_worker: { enabled: true }\n`,

@@ -4,7 +4,7 @@ import { port } from './primitives.ts';
 import { isTimeZone } from '../platform/clock.ts';
 import { CHANNEL_MODULES } from '../channels/registry.ts';
 import { SOURCE_MODULES } from '../notices/registry.ts';
-import { MODULES, type ModuleSet } from './modules.ts';
+import { duplicateModuleProblems, MODULES, type ModuleSet } from './modules.ts';
 
 export { prioritisedKinds, type OutboxWorkerConfig, type OwnerShardConfig, type MqSubscriptionConfig } from './primitives.ts';
 export type { OfflinePushConfig, TencentAppConfig, TencentImConfig } from '../tencent-im/config.ts';
@@ -244,6 +244,8 @@ export type RocketMqConfig = NoticeConfig['rocketmq'];
  * config remembers its modules (modulesOf), so every process loops over exactly the modules it was validated with.
  */
 export function configSchemaFor(modules: ModuleSet): z.ZodType<NoticeConfig, unknown> {
+  const duplicates = duplicateModuleProblems(modules, [...Object.keys(coreShape), 'rocketmq']);
+  if (duplicates.length > 0) throw new Error(`notice-service modules: ${duplicates.join('; ')}`);
   const mqShape: z.ZodRawShape = Object.assign({}, ...modules.sources.map((s) => s.mqShape ?? {}));
   const rocketmq = z.strictObject({ ...rocketmqShape, ...mqShape });
   const shape: z.ZodRawShape = {
