@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { Command, Option } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { ConfigError, defaultConfigPath, loadConfigFile } from '../src/config/load.ts';
 import type { NoticeConfig } from '../src/config/schema.ts';
 import { jsonForTerminal, showControls } from '../src/platform/text.ts';
@@ -20,7 +20,10 @@ const { version } = JSON.parse(readFileSync(packageJson, 'utf8')) as { version: 
 const program = new Command('notice-service')
   .version(version, '-V, --version')
   .description('Outbox facts → private notices (Tencent IM C2C, site inbox, phone push), with a MySQL delivery ledger')
-  .showHelpAfterError()
+  // Usage errors are one line that names the problem (and commander's "Did you mean …?"), then exit 2 as --help
+  // promises; exitOverride is inherited by every command added below.
+  .exitOverride()
+  .configureOutput({ outputError: (text, write) => write(`notice-service: ${text.replace(/^error: /, '').trimEnd()} (see --help)\n`) })
   .addHelpText(
     'after',
     '\nExit codes: 0 done; 1 nothing (or not everything) asked for was found; 2 bad arguments or config; 3 MySQL or Redis unreachable.\nTimes are shown in display.time_zone (UTC by default); --output json keeps epoch milliseconds too.',
@@ -300,8 +303,8 @@ rejects
   .action(async (id: string, opts: { config?: string }) => {
     const { showRejectCommand } = await import('../src/ops/cli-ops.ts');
     const shown = await showRejectCommand(loadConfig(opts.config), id);
+    if (!shown) return notFound(`no rejected message with id ${id} (notice-service rejects lists them)`);
     console.log(jsonForTerminal(shown));
-    if (!shown) process.exitCode = 1;
   });
 rejects
   .command('requeue')
@@ -331,7 +334,9 @@ program
     const output = outputFormat(opts.output);
     const { revokeCommand } = await import('../src/ops/cli-ops.ts');
     const { durationMs } = await import('../src/config/duration.ts');
-    const result = await revokeCommand(loadConfig(opts.config), { eventId, source: opts.source, app: opts.app, waitMs: durationMs.parse(opts.wait) });
+    const wait = durationMs.safeParse(opts.wait);
+    if (!wait.success) throw new RoleConfigError(`--wait must be a duration like "30s" or "2m", got "${opts.wait}"`);
+    const result = await revokeCommand(loadConfig(opts.config), { eventId, source: opts.source, app: opts.app, waitMs: wait.data });
     if (output === 'json') console.log(jsonForTerminal(result));
     else
       console.log(
@@ -371,6 +376,7 @@ program
       const output = outputFormat(opts.output);
       const { requeueCommand } = await import('../src/ops/cli-ops.ts');
       let refused = false;
+      let declined = false;
       const result = await requeueCommand(loadConfig(opts.config), {
         ...opts,
         confirm: opts.yes
@@ -385,9 +391,15 @@ program
               const rl = createInterface({ input: process.stdin, output: process.stderr });
               const answer = await rl.question(`requeue ${matched} failed row${matched === 1 ? '' : 's'}? [y/N] `);
               rl.close();
-              return /^y(es)?$/i.test(answer.trim());
+              declined = !/^y(es)?$/i.test(answer.trim());
+              return !declined;
             },
       });
+      if (declined) {
+        console.error(`notice-service: nothing changed: ${result.matched} row${result.matched === 1 ? '' : 's'} match; answered no`);
+        process.exitCode = 1;
+        return;
+      }
       if (output === 'json') console.log(jsonForTerminal(result));
       else {
         const what = result.dry_run ? `would requeue ${result.matched}` : `requeued ${result.requeued} of ${result.matched} matched`;
@@ -418,6 +430,10 @@ process.on('unhandledRejection', (reason) => {
 try {
   await program.parseAsync(process.argv);
 } catch (err) {
+  if (err instanceof CommanderError) {
+    // --help and --version end here too, with exit 0; anything else commander refused is a usage error, already said.
+    process.exit(err.exitCode === 0 ? 0 : 2);
+  }
   if (err instanceof ConfigError || err instanceof RoleConfigError) {
     console.error(`notice-service: ${err.message}`);
     // configs/local.yaml (the default) talks to the real Tencent IM and has it off: the local pipeline is elsewhere.

@@ -4,7 +4,7 @@ import { createMysqlPool } from '../platform/mysql.ts';
 import { createRedis } from '../platform/redis.ts';
 import { LedgerQueries } from '../ledger/queries.ts';
 import { isFinalForDelivery } from '../ledger/transitions.ts';
-import { sourcePolicy } from '../notices/sources.ts';
+import { sourceModules, sourcePolicy } from '../notices/sources.ts';
 import { createDeliverQueues, type DeliverQueues } from '../../queues/deliver-queue.ts';
 import { withTimelines } from '../ledger/present.ts';
 import { DeliveryHistory } from '../ledger/history.ts';
@@ -148,8 +148,12 @@ export async function requeueCommand(
 ): Promise<{ matched: number; requeued: number; skipped: Array<{ event_id: string; reason: string }>; dry_run: boolean }> {
   if (options.status !== 'failed') throw new RoleConfigError(`--status: only "failed" rows can be requeued, got "${options.status}"`);
   const names = channelNames(config);
-  if (options.channel !== undefined && !names.includes(options.channel))
-    throw new RoleConfigError(`--channel must be one of ${names.join(', ')}, got "${options.channel}"`);
+  oneOf('--channel', options.channel, names);
+  oneOf(
+    '--source',
+    options.source,
+    sourceModules(config).map((m) => m.sourceName),
+  );
   const filter = {
     sourceName: options.source,
     channel: options.channel,
@@ -273,6 +277,8 @@ export async function timelineCommand(config: NoticeConfig, options: TimelineCom
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new RoleConfigError(`--limit must be an integer from 1 to 1000, got "${options.limit}"`);
   if (options.status && !(DELIVERY_STATUSES as readonly string[]).includes(options.status))
     throw new RoleConfigError(`--status must be one of ${DELIVERY_STATUSES.join(', ')}, got "${options.status}"`);
+  oneOf('--channel', options.channel, channelNames(config));
+  oneOf('--kind', options.kind, noticeKindsOf(config));
   const filter = {
     userId: options.user,
     eventId: options.event,
@@ -345,4 +351,14 @@ export async function revokeCommand(config: NoticeConfig, options: RevokeCommand
     }
     return { asked, state: current?.state ?? 'pending', outcome: current?.outcome ?? null };
   });
+}
+
+/** A filter that can only match one of these values: anything else is a usage error naming them (not "no match"). */
+function oneOf(option: string, value: string | undefined, valid: readonly string[]): void {
+  if (value !== undefined && !valid.includes(value)) throw new RoleConfigError(`${option} must be one of ${valid.join(', ')}, got "${value}"`);
+}
+
+/** Every notice kind this deployment's sources produce. */
+function noticeKindsOf(config: NoticeConfig): string[] {
+  return [...new Set(sourceModules(config).flatMap((m) => m.noticeKinds))];
 }
