@@ -47,7 +47,7 @@ describe('notice-service CLI', () => {
       [['revoke', 'x', '--wait', 'abc', ...c], 2, /--wait must be a duration like "30s" or "2m", got "abc"/],
       [['rejects', 'show', '999', ...c], 1, /no rejected message with id 999/],
     ];
-    const results = [];
+    const results: Array<Awaited<ReturnType<typeof run>>> = [];
     for (let i = 0; i < table.length; i += 5) results.push(...(await Promise.all(table.slice(i, i + 5).map(([args]) => run(args, false)))));
     table.forEach(([args, code, message], i) => {
       const r = results[i]!;
