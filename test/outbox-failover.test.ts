@@ -49,6 +49,8 @@ describe('an outbox failover to a replica that is behind', () => {
 
     // The primary dies: the VIP cuts every connection. The replica promoted in its place lacks outbox rows 31..40
     // (its SQL thread was behind); the owner's writes go on there and take ids 31.. again.
+    const poller = proc.ingest!.pollers[0]!;
+    const failedPolls = poller.stats.errors;
     await vip.down();
     await env.owner.query(`DELETE FROM ${wallet} WHERE id > 30`);
     await env.owner.query(`ALTER TABLE ${wallet} AUTO_INCREMENT = 31`);
@@ -59,6 +61,13 @@ describe('an outbox failover to a replica that is behind', () => {
     );
     const [ids] = await env.owner.query<any[]>(`SELECT MIN(id) AS lo, MAX(id) AS hi FROM ${wallet} WHERE event_id LIKE 'fo\\_1__'`);
     expect([Number(ids[0].lo), Number(ids[0].hi)]).toEqual([31, 50]);
+    // A failover is seen as failed polls (however slowly this machine polls): wait for one before the VIP comes back.
+    await waitFor(
+      async () => poller.stats.errors,
+      (n) => n > failedPolls,
+      30_000,
+      'ingest seeing the primary gone',
+    );
     await vip.up();
     // Every new fact reaches its user: none sits below a cursor that stayed where the old primary was.
     await waitFor(
@@ -79,6 +88,13 @@ describe('an outbox failover to a replica that is behind', () => {
     const notice = `\`${env.id}_notice\``;
     await env.owner.query(`DELETE FROM ${notice}.notice_delivery_events WHERE source_event_id IN (?)`, [Array.from({ length: 10 }, (_, i) => `fo_${110 + i}`)]);
     await env.owner.query(`UPDATE ${notice}.notice_ingest_cursors SET high_water_id = 40, open_gaps = ?, high_water_row = NULL`, ['[]']);
+    const failedAgain = poller.stats.errors;
+    await waitFor(
+      async () => poller.stats.errors,
+      (n) => n > failedAgain,
+      30_000,
+      'ingest seeing the second primary gone',
+    );
     await vip.up();
     await waitFor(
       async () => env!.fakeIm.messages().length,

@@ -82,6 +82,8 @@ export class OutboxPoller {
     lastEventAtMs: null,
   };
   private state: CursorState | null = null;
+  /** Set after a failed poll: re-read the cursor from MySQL and check it against the outbox before reading on. */
+  private reloadCursor = false;
   private leaseUntilMs = 0;
   /** Look at the queue depth before the next read: only after a read that found rows, so an idle poll stays one query. */
   private checkDepth = true;
@@ -193,8 +195,8 @@ export class OutboxPoller {
         delay = Math.min(30_000, this.deps.config.poll_interval * 2 ** Math.min(failures, 6));
         this.log.warn({ err: describeError(err), retry_in_ms: delay }, 'outbox poll failed; cursor not advanced');
         // The cursor in memory may no longer match MySQL (a failover promoted a replica that is behind): the next
-        // poll re-reads it and checks it against the outbox before reading on.
-        this.state = null;
+        // poll re-reads it and checks it against the outbox before reading on. (An id beyond 2^53 is no such doubt.)
+        if (!(err instanceof OutboxIdTooLargeError)) this.reloadCursor = true;
       }
       if (delay > 0 && this.running) await this.pause.sleep(delay);
     }
@@ -311,7 +313,7 @@ export class OutboxPoller {
   /** Renews the lease only when half of it is used, so a busy poll costs no extra statement. */
   private async holdLease(nowMs: number): Promise<boolean> {
     const { config, cursors } = this.deps;
-    if (this.state && this.leaseUntilMs - nowMs > config.lock_ttl / 2) return true;
+    if (this.state && !this.reloadCursor && this.leaseUntilMs - nowMs > config.lock_ttl / 2) return true;
     const startAt = async () => (config.start_from === 'latest' ? ((await this.deps.reader.newest())?.id ?? 0) : 0);
     const acquired = await cursors.acquire(this.name, this.deps.owner, nowMs, config.lock_ttl, startAt);
     if (!acquired) {
@@ -319,13 +321,19 @@ export class OutboxPoller {
       return false;
     }
     this.leaseUntilMs = nowMs + config.lock_ttl;
-    if (!this.state) {
+    if (!this.state || this.reloadCursor) {
+      const first = !this.state;
       this.state = await cursors.load(this.name);
       this.watch.forget();
-      this.log.info({ high_water_id: this.state.highWaterId, open_gap_ids: countGapIds(this.state.gaps) }, 'ingest lease acquired');
+      this.log.info(
+        { high_water_id: this.state.highWaterId, open_gap_ids: countGapIds(this.state.gaps) },
+        first ? 'ingest lease acquired' : 'ingest cursor re-read after a failed poll',
+      );
       // Whenever the cursor is (re)loaded — at start, and after any failed poll — it is checked against the outbox
       // (one primary-key read): a cursor ahead of its outbox would skip the owner's next rows for good.
-      return this.checkNotAhead(nowMs);
+      const held = await this.checkNotAhead(nowMs);
+      this.reloadCursor = false;
+      return held;
     }
     return true;
   }
