@@ -42,8 +42,8 @@ export class TestPki {
     return this.files(name);
   }
 
-  /** A leaf signed by `ca`: a server certificate for 127.0.0.1/localhost, or a client one. */
-  issue(ca: string, name: string, usage: 'server' | 'client'): IssuedCert {
+  /** A key and a certificate request for `name` (the leaf's CN). */
+  private request(name: string): void {
     this.openssl(
       'req',
       '-newkey',
@@ -58,6 +58,11 @@ export class TestPki {
       '-out',
       `${name}.csr`,
     );
+  }
+
+  /** A leaf signed by `ca`: a server certificate for 127.0.0.1/localhost, or a client one. */
+  issue(ca: string, name: string, usage: 'server' | 'client'): IssuedCert {
+    this.request(name);
     writeFileSync(
       join(this.dir, `${name}.ext`),
       usage === 'server' ? 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' : 'extendedKeyUsage=clientAuth\n',
@@ -88,20 +93,7 @@ export class TestPki {
    * takes whole days only): the gateway's certificate running out while its connection is open.
    */
   issueExpiring(ca: string, name: string, seconds: number): IssuedCert {
-    this.openssl(
-      'req',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-subj',
-      `/CN=${name}`,
-      '-keyout',
-      `${name}.key`,
-      '-out',
-      `${name}.csr`,
-    );
+    this.request(name);
     writeFileSync(join(this.dir, `${name}.ext`), 'extendedKeyUsage=clientAuth\n');
     writeFileSync(join(this.dir, 'index.txt'), '');
     writeFileSync(join(this.dir, 'serial'), `${(this.serial++).toString(16).padStart(2, '0')}\n`);
