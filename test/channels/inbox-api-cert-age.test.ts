@@ -61,7 +61,8 @@ const unaryIn = (c: any, method: string, req: object, ms = 5000): Promise<any> =
 describe('a gateway certificate that expires or is replaced stops working within a stated time', () => {
   it('an open connection and its WatchInbox stream end after api_max_connection_age + grace; the expired certificate cannot reconnect', async () => {
     const { port, serverCa } = await mtlsApi({ api_max_connection_age: '2s', api_max_connection_age_grace: '1s' });
-    const gateway = pki!.issueExpiring('gateway-ca', 'gateway-short', 3);
+    // Long enough for the set-up on a loaded box; the expiry itself is waited for, not assumed.
+    const gateway = pki!.issueExpiring('gateway-ca', 'gateway-short', 8);
     const c = await inboxClient(port, serverCa, gateway);
     const caller = { app_code: 'lalu', user_id: '58001' };
     await unaryIn(c, 'GetUnreadCount', { caller });
@@ -102,6 +103,7 @@ describe('a gateway certificate that expires or is replaced stops working within
     const { port, serverCa } = await mtlsApi({ api_tls_session_timeout: '1s' });
     const gateway = pki!.issue('gateway-ca', 'gateway', 'client');
     // A full handshake with the certificate: the server hands out a session (ticket).
+    const handshakeAt = Date.now();
     const session = await new Promise<Buffer>((resolve, reject) => {
       const socket = tls.connect({
         host: '127.0.0.1',
@@ -135,8 +137,10 @@ describe('a gateway certificate that expires or is replaced stops working within
         });
         socket.once('error', () => resolve({ resumed: false, accepted: false }));
       });
-    // Within the timeout the session resumes (the certificate was checked a moment ago)...
-    expect(await resumeWithoutCertificate()).toEqual({ resumed: true, accepted: true });
+    // Within the timeout the session resumes (the certificate was checked a moment ago) — when this box got there
+    // within it; a starved one may not, and then only the refusal below is checked.
+    const early = await resumeWithoutCertificate();
+    if (Date.now() - handshakeAt < 900) expect(early).toEqual({ resumed: true, accepted: true });
     // ...after it, the session is refused and the peer, showing no certificate, is not served.
     // A clock wait, not a speed assumption: what matters is the session's age.
     await new Promise((r) => setTimeout(r, 2100));
