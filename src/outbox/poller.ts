@@ -331,7 +331,7 @@ export class OutboxPoller {
       );
       // Whenever the cursor is (re)loaded — at start, and after any failed poll — it is checked against the outbox
       // (one primary-key read): a cursor ahead of its outbox would skip the owner's next rows for good.
-      const held = await this.checkNotAhead(nowMs);
+      const held = await this.checkAgainstOutbox(nowMs);
       this.reloadCursor = false;
       return held;
     }
@@ -345,7 +345,7 @@ export class OutboxPoller {
    * recorded from that very row. Going back re-reads rows the ledger already has (idempotent); not going back would
    * skip the owner's new rows for good.
    */
-  private async checkNotAhead(nowMs: number): Promise<boolean> {
+  private async checkAgainstOutbox(nowMs: number): Promise<boolean> {
     const { config, cursors, reader } = this.deps;
     const state = this.state!;
     if (state.highWaterId === 0) return true;
