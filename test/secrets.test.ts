@@ -57,8 +57,6 @@ describe('secrets never reach logs, errors or job data', () => {
       ],
       drop_connections: 1,
       http_errors: 1,
-      timeout_rate: 0.3,
-      timeout_ms: 800,
     });
     const ingest = spawnNotice(['ingest', '--config', env.configFile]);
     procs.push(ingest);
@@ -80,6 +78,16 @@ describe('secrets never reach logs, errors or job data', () => {
     const deliver = spawnNotice(['deliver', '--config', env.configFile]);
     procs.push(deliver);
     await waitForOutput(deliver, /notice-service started/);
+    // Phase one (the ten wallet facts) meets the signature and transport faults; each counted fault is answered
+    // before any timeout is injected, so no signature error hides behind a request the client already gave up on.
+    await waitFor(
+      () => ledgerStatusCounts(env!.notice),
+      (c) => (c.delivered ?? 0) + (c.failed ?? 0) === 10,
+      60_000,
+      'wallet facts final',
+    );
+    // Phase two (the MQ fact) meets two timeouts longer than the client's deadline.
+    env.fakeIm.setFaults({ timeouts: 2, timeout_ms: 800 });
     mq.publish('hyapp_room_outbox', mqBody(kick(1)), { tag: 'RoomUserKicked' });
     mq.publish('hyapp_room_outbox', 'poison {', { tag: 'RoomUserKicked' });
     // Every event reaches a final state; which one does not matter here (a CPU-starved CI run may exhaust an
@@ -95,6 +103,8 @@ describe('secrets never reach logs, errors or job data', () => {
     const output = ingest.output() + deliver.output();
     expect(output.length).toBeGreaterThan(1000); // trace logging really happened
     expect(output).toMatch(/"code":"70001".*rejected the admin UserSig/); // the signature error was logged, as a code and a message
+    expect(output).toMatch(/"code":"ETIMEDOUT".*will retry/); // and the timeouts
+    expect(output).toMatch(/"code":"HTTP_502"|"code":"ECONNRESET"/); // and the transport faults
     for (const secret of [TEST_SECRET, MQ_ACCESS, MQ_SECRET]) expect(output).not.toContain(secret);
     expect(output).not.toMatch(/usersig=/i);
     expect(output).not.toMatch(/eJ[wyz][A-Za-z0-9*_-]{40,}/);
@@ -113,20 +123,32 @@ describe('secrets never reach logs, errors or job data', () => {
       tencent_push: { enabled: true, request_timeout: '500ms', batch_linger: '0ms', retry_ambiguous: true },
       deliver: { retry_base_delay: '100ms', retry_max_delay: '500ms' },
     });
-    env.fakeIm.setPushFaults({ errors: [{ code: 70001, count: 2 }], drop_connections: 1, http_errors: 1, timeout_rate: 0.3, timeout_ms: 800 });
+    env.fakeIm.setPushFaults({ errors: [{ code: 70001, count: 2 }], drop_connections: 1, http_errors: 1 });
     const all = spawnNotice(['all', '--config', env.configFile]);
     procs.push(all);
     await waitForOutput(all, /notice-service started/);
-    await insertActivityRows(
-      env.owner,
-      env.config.activity_database,
-      Array.from({ length: 10 }, (_, i) => ({
-        event_id: `sec_${i}`,
-        event_type: 'TaskCompleted',
-        user_id: String(95000 + i),
-        payload: { task_id: 'task_secret_payload', progress: 1, target: 1 },
-      })),
+    const facts = (from: number, count: number) =>
+      insertActivityRows(
+        env!.owner,
+        env!.config.activity_database,
+        Array.from({ length: count }, (_, i) => ({
+          event_id: `sec_${from + i}`,
+          event_type: 'TaskCompleted',
+          user_id: String(95000 + from + i),
+          payload: { task_id: 'task_secret_payload', progress: 1, target: 1 },
+        })),
+      );
+    // Phase one meets the signature and transport faults, phase two two timeouts: counted faults in that order, so
+    // no signature error is answered to a request the client already gave up on.
+    await facts(0, 5);
+    await waitFor(
+      () => Promise.resolve(env!.fakeIm.getPushStats()),
+      (st) => st.by_code['70001'] === 2 && st.dropped === 1 && st.http_errors === 1,
+      60_000,
+      'the counted faults answered',
     );
+    env.fakeIm.setPushFaults({ timeouts: 2, timeout_ms: 800 });
+    await facts(5, 5);
     const finalRows = async () =>
       Number(
         (
@@ -139,6 +161,7 @@ describe('secrets never reach logs, errors or job data', () => {
     await stopGracefully(all);
     const output = all.output();
     expect(output).toMatch(/"code":"70001".*rejected the admin UserSig/);
+    expect(output).toMatch(/"code":"ETIMEDOUT"/);
     expect(output).not.toContain(TEST_SECRET);
     expect(output).not.toMatch(/usersig=/i);
     expect(output).not.toMatch(/eJ[wyz][A-Za-z0-9*_-]{40,}/);

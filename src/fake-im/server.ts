@@ -87,6 +87,8 @@ export interface Faults {
   /** Random faults by probability 0..1, for soak runs. */
   transient_error_rate?: number;
   timeout_rate?: number;
+  /** The next n requests wait `timeout_ms` before their answer: a timeout a test can count on. */
+  timeouts?: number;
   timeout_ms?: number;
   reset_rate?: number;
   /** Process (and record) the request, then cut the connection before answering: a send that may have worked. */
@@ -144,6 +146,7 @@ export class FakeImServer {
       not_imported: [],
       transient_error_rate: 0,
       timeout_rate: 0,
+      timeouts: 0,
       timeout_ms: 10_000,
       reset_rate: 0,
       reset_after_processing_rate: 0,
@@ -293,7 +296,10 @@ export class FakeImServer {
       res.writeHead(502, { 'content-type': 'text/html' }).end('<html>502 Bad Gateway</html>');
       return;
     }
-    if (Math.random() < f.timeout_rate) await sleep(f.timeout_ms);
+    if (f.timeouts > 0) {
+      f.timeouts--;
+      await sleep(f.timeout_ms);
+    } else if (Math.random() < f.timeout_rate) await sleep(f.timeout_ms);
     // Counted (rate limit, receive time) on arrival, like Tencent's gateway; only the answer waits out the latency.
     // Stamping after a timer instead would add this process's timer lateness to every arrival time.
     const answer = answerOf();

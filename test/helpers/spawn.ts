@@ -19,7 +19,7 @@ export function spawnNotice(args: string[], env: NodeJS.ProcessEnv = {}, nodeArg
   return { child, output: () => out, exited };
 }
 
-export async function waitForOutput(proc: Spawned, pattern: RegExp, timeoutMs = 15_000): Promise<void> {
+export async function waitForOutput(proc: Spawned, pattern: RegExp, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!pattern.test(proc.output())) {
     if (Date.now() > deadline) throw new Error(`no ${pattern} in output:\n${proc.output().slice(-2000)}`);
