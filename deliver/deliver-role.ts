@@ -11,6 +11,7 @@ import { outboxNoticeModules, sourcePolicy } from '../src/notices/sources.ts';
 import { RoleConfigError, withDeadline, type Role } from '../src/app/role.ts';
 import { newWorkerId } from '../src/app/worker-id.ts';
 import type { DeliverJobData, DeliverQueues } from '../queues/deliver-queue.ts';
+import { LegacyQueueLayout } from '../queues/legacy-layout.ts';
 import { createDeliverProcessor, ledgerBackoff } from './processor.ts';
 import type { NoticeMetrics } from '../src/observability/metrics.ts';
 import { Reconciler } from '../src/delivery/reconciler.ts';
@@ -189,7 +190,7 @@ export class DeliverRole implements Role {
           (concurrency) =>
             new Worker<DeliverJobData>(queue.name, processor, {
               connection: this.connection,
-              prefix: this.config.redis.prefix,
+              prefix: queue.opts.prefix,
               concurrency,
               settings: { backoffStrategy: ledgerBackoff(this.config.deliver.retry_base_delay, this.config.deliver.retry_max_delay) },
               // The job lock outlasts the channel's longest send (its own timeouts: two HTTP calls for a re-sign).
@@ -217,6 +218,7 @@ export class DeliverRole implements Role {
       history: new DeliveryHistory(this.pool),
       rejects: new RejectStore(this.pool),
       maxQueuedJobs: maxQueuedJobs(this.config),
+      legacy: new LegacyQueueLayout(this.producerRedis, this.config.redis.prefix, this.queues),
       revoker: new Revoker({
         revocations: new RevocationStore(this.pool),
         ledger,

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { LedgerKey } from '../src/ledger/types.ts';
+import { appRedisPrefix } from '../src/config/redis-keyspace.ts';
 
 /**
  * The contract between ingest and deliver: one BullMQ queue per (channel, notice kind with a queue of its own), and
@@ -59,7 +60,8 @@ class ChannelGroups {
 
   constructor(connection: Redis, prefix: string, spec: ChannelQueueSpec) {
     this.fallback = new ChannelQueues(connection, prefix, spec, null);
-    for (const app of spec.apps ?? []) this.byApp.set(app, new ChannelQueues(connection, prefix, spec, app));
+    // Each app's queues under its own hash tag, so a Redis Cluster spreads apps over its masters.
+    for (const app of spec.apps ?? []) this.byApp.set(app, new ChannelQueues(connection, appRedisPrefix(prefix, app), spec, app));
   }
 
   get groups(): ChannelQueues[] {

@@ -105,7 +105,8 @@ const coreShape = {
   }),
   redis: z.strictObject({
     url: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL'),
-    // A hash tag keeps every key of a queue in one Redis Cluster slot.
+    // A hash tag keeps every key of a queue in one Redis Cluster slot; each app of tencent_im.apps gets its own,
+    // `{notice:<app>}` (src/config/redis-keyspace.ts), so a cluster spreads apps over its masters.
     prefix: z
       .string()
       .regex(/^\{[^{}]+\}$/, 'must be a Redis Cluster hash tag such as "{notice}"')

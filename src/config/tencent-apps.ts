@@ -1,4 +1,5 @@
 import type { NoticeConfig } from './schema.ts';
+import { appRedisPrefix } from './redis-keyspace.ts';
 
 /** One app as the Tencent channels use it: every default filled in. */
 export interface TencentApp {
@@ -10,10 +11,10 @@ export interface TencentApp {
   rateLimitPerSecond: number;
   pushRateLimitPerSecond: number;
   /**
-   * Redis namespace of its pacers: the shorthand app (tencent_im.app_code) keeps the single-app names, so processes
-   * of the previous release and this one share one pacer during a rolling deploy; every other app gets its own.
+   * The prefix of its Redis keys (pacers among them): the shorthand app (tencent_im.app_code) keeps the deployment's
+   * prefix, so a single-app deployment's keys never move; every app of tencent_im.apps has a hash tag of its own.
    */
-  pacerScope: string;
+  redisPrefix: string;
 }
 
 /**
@@ -30,7 +31,7 @@ export function tencentApps(config: NoticeConfig): Map<string, TencentApp> {
     pushRateLimitPerSecond: config.tencent_push.rate_limit_per_second,
   };
   if (im.app_code !== undefined)
-    apps.set(im.app_code, { appCode: im.app_code, sdkAppId: im.sdk_app_id, secretKey: im.secret_key, ...defaults, pacerScope: '' });
+    apps.set(im.app_code, { appCode: im.app_code, sdkAppId: im.sdk_app_id, secretKey: im.secret_key, ...defaults, redisPrefix: config.redis.prefix });
   for (const [appCode, app] of Object.entries(im.apps)) {
     apps.set(appCode, {
       appCode,
@@ -40,7 +41,7 @@ export function tencentApps(config: NoticeConfig): Map<string, TencentApp> {
       baseUrl: app.base_url ?? defaults.baseUrl,
       rateLimitPerSecond: app.rate_limit_per_second ?? defaults.rateLimitPerSecond,
       pushRateLimitPerSecond: app.push_rate_limit_per_second ?? defaults.pushRateLimitPerSecond,
-      pacerScope: `:${appCode}`,
+      redisPrefix: appRedisPrefix(config.redis.prefix, appCode),
     });
   }
   return apps;

@@ -51,6 +51,8 @@ export class Reconciler {
       rejects?: Pick<RejectStore, 'purge'>;
       /** Works off revocations (src/revoke/revoker.ts), one leader at a time. */
       revoker?: { workOff(): Promise<number>; purge?(beforeMs: number, limit: number): Promise<number> };
+      /** The upgrade from the single-tag Redis layout (queues/legacy-layout.ts): moved on before rows are judged stranded. */
+      legacy?: { pass(): Promise<{ moved: number; left: number; removed: number }>; close(): Promise<void> };
       /** Stop paging once the deliver queue holds this many waiting jobs (ingest's max_queued_jobs); none if absent. */
       maxQueuedJobs?: number;
       logger: Logger;
@@ -78,6 +80,7 @@ export class Reconciler {
     this.running = false;
     if (this.timer) clearTimeout(this.timer);
     await this.current;
+    await this.deps.legacy?.close();
     await runLuaScript(this.deps.redis, RELEASE_LOCK, [this.lockKey], [this.deps.owner]).catch(() => undefined);
   }
 
@@ -87,6 +90,13 @@ export class Reconciler {
     const held = await runLuaScript(this.deps.redis, TAKE_LOCK, [this.lockKey], [this.deps.owner, String(config.reconciler.interval * 3)]);
     if (Number(held) !== 1) return pass;
     pass.leader = true;
+
+    const legacy = await this.deps.legacy?.pass().catch((err) => {
+      logger.warn({ err: describeError(err) }, 'jobs of the single-tag layout not moved this pass; the next pass tries again');
+      return null;
+    });
+    if (legacy && legacy.moved + legacy.removed > 0)
+      logger.warn(legacy, "moved jobs of the single-tag Redis layout to their apps' own hash tags (an upgrade); removed the emptied old queues");
 
     // Page on while a page finds rows without a job: after Redis is lost every pending row is stranded, and one
     // page per interval rebuilt the work list at batch_size / interval (500 per 5 s: 101 events/s in the bench's

@@ -112,7 +112,8 @@ export async function createTestEnv(
       await notice.end();
       for (const db of [`${id}_notice`, ...sources.map((m) => `${id}_${m.key}`)]) await owner.query(`DROP DATABASE IF EXISTS \`${db}\``);
       await owner.end();
-      await deleteKeys(redis, `{${id}}*`);
+      // `{id}` and every app's own tag, `{id:app}` (src/config/redis-keyspace.ts).
+      await deleteKeys(redis, `{${id}*`);
       redis.disconnect();
     },
   };

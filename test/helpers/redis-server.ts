@@ -12,6 +12,10 @@ export class PrivateRedis {
 
   constructor(private readonly args: string[] = []) {}
 
+  get running(): boolean {
+    return this.child !== null && this.child.exitCode === null;
+  }
+
   async start(port?: number): Promise<string> {
     this.port = port ?? this.port ?? (await freePort());
     if (!this.port) this.port = await freePort();

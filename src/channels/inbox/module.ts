@@ -2,6 +2,7 @@ import { CHANNEL_INBOX } from '../../ledger/types.ts';
 import { isLoopbackHost } from '../../config/loopback.ts';
 import type { ChannelModule } from '../types.ts';
 import { inboxConfigShape } from './config.ts';
+import { redisPrefixOf } from '../../config/redis-keyspace.ts';
 
 /** The site inbox: notice-service's own notice_inbox_items, served to the gateway by its gRPC API (role inbox-api). */
 export const inboxModule: ChannelModule<typeof inboxConfigShape> = {
@@ -46,7 +47,7 @@ export const inboxModule: ChannelModule<typeof inboxConfigShape> = {
           config.inbox,
           logger,
           config.preferences.enabled ? (await import('../../preferences/api.ts')).preferenceGrid(config) : undefined,
-          config.redis,
+          { ...config.redis, prefixOf: redisPrefixOf(config) },
           // The API only notes who read; deliver makes the Tencent call (ImReadSync), so this process needs no Tencent key.
           config.tencent_im.enabled && config.inbox.im_read_sync.enabled,
           metrics,

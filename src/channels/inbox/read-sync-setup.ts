@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { NoticeConfig } from '../../config/schema.ts';
 import { tencentApps } from '../../config/tencent-apps.ts';
+import { redisPrefixes } from '../../config/redis-keyspace.ts';
 import type { Redis } from '../../platform/redis.ts';
 import { TencentRest } from '../../tencent-im/rest.ts';
 import { SendPacer } from '../../tencent-im/send-pacer.ts';
@@ -20,13 +21,13 @@ export function createReadSync(config: NoticeConfig, redis: Redis, logger: Logge
       call: (path, body) => rest.call(path, body),
       peerAccount: app.adminIdentifier,
       close: () => rest.close(),
-      pacer: new SendPacer(redis, config.redis.prefix, sync.rate_limit_per_second, () => undefined, `tencent-im-read${app.pacerScope}`),
+      pacer: new SendPacer(redis, app.redisPrefix, sync.rate_limit_per_second, () => undefined, 'tencent-im-read'),
     });
   }
   // Polled a few times per window, so a sync runs at most a quarter window after it falls due.
   return new ImReadSync({
     redis,
-    prefix: config.redis.prefix,
+    prefixes: redisPrefixes(config),
     apps,
     pollMs: Math.max(100, Math.floor(sync.window / 4)),
     retryDelaysMs: [1000, 2000, 4000],

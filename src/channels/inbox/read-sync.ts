@@ -26,7 +26,8 @@ export function readSyncDueKey(prefix: string): string {
 export class ReadSyncRequests {
   constructor(
     private readonly redis: Redis,
-    private readonly prefix: string,
+    /** An app's key prefix (its own hash tag): each app's due set lives with its other keys. */
+    private readonly prefixOf: (appCode: string) => string,
     private readonly windowMs: number,
     private readonly logger: Logger,
     private readonly now: () => number = Date.now,
@@ -34,7 +35,7 @@ export class ReadSyncRequests {
 
   readBy(owner: InboxOwner): void {
     this.redis
-      .zadd(readSyncDueKey(this.prefix), 'NX', this.now() + this.windowMs, JSON.stringify([owner.appCode, owner.userId]))
+      .zadd(readSyncDueKey(this.prefixOf(owner.appCode)), 'NX', this.now() + this.windowMs, JSON.stringify([owner.appCode, owner.userId]))
       .catch((err) => this.logger.warn({ err: describeError(err) }, 'IM read sync not scheduled (Redis); skipped'));
   }
 }
@@ -59,7 +60,8 @@ export class ImReadSync {
   constructor(
     private readonly deps: {
       redis: Redis;
-      prefix: string;
+      /** Every prefix an app's due set may live under (src/config/redis-keyspace.ts redisPrefixes). */
+      prefixes: readonly string[];
       apps: ReadonlyMap<string, ReadSyncApp>;
       pollMs: number;
       retryDelaysMs: readonly number[];
@@ -83,7 +85,8 @@ export class ImReadSync {
 
   private async takeDue(): Promise<void> {
     const now = (this.deps.now ?? Date.now)();
-    const due = (await this.deps.redis.eval(TAKE_DUE, 1, readSyncDueKey(this.deps.prefix), now, 200)) as string[];
+    const due: string[] = [];
+    for (const prefix of this.deps.prefixes) due.push(...((await this.deps.redis.eval(TAKE_DUE, 1, readSyncDueKey(prefix), now, 200)) as string[]));
     for (const member of due) {
       this.stats.taken++;
       const owner = ownerOfMember(member);

@@ -25,10 +25,10 @@ export function createTencentImC2C(ctx: ChannelContext): DeliveryChannel {
     // Tencent's quota is per app, not per process: the pacer's clock lives in Redis and every deliver process shares it.
     const pacer = new SendPacer(
       ctx.redis,
-      config.redis.prefix,
+      app.redisPrefix,
       app.rateLimitPerSecond,
       () => metrics?.sendsRefused.inc({ channel: CHANNEL_TENCENT_IM_C2C, app: app.appCode }),
-      `tencent-im${app.pacerScope}`,
+      'tencent-im',
     );
     metrics?.sendRateLimit.set({ channel: CHANNEL_TENCENT_IM_C2C, app: app.appCode }, app.rateLimitPerSecond);
     byApp.set(

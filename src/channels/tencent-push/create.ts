@@ -6,6 +6,7 @@ import type { ChannelContext } from '../types.ts';
 import type { DeliveryChannel } from '../types.ts';
 import { tencentPushChannel } from './channel.ts';
 import { tencentApps } from '../../config/tencent-apps.ts';
+import { redisPrefixOf } from '../../config/redis-keyspace.ts';
 import { perAppChannel } from '../per-app.ts';
 import { capSendId, frequencyCap } from '../../delivery/wrappers/frequency-cap.ts';
 
@@ -20,10 +21,10 @@ export function createTencentPush(ctx: ChannelContext): DeliveryChannel {
     const client = new TencentPushClient(rest.options, rest.userSig, logger.child({ app: app.appCode }));
     const pacer = new SendPacer(
       ctx.redis,
-      config.redis.prefix,
+      app.redisPrefix,
       app.pushRateLimitPerSecond,
       () => metrics?.sendsRefused.inc({ channel: CHANNEL_TENCENT_PUSH, app: app.appCode }),
-      `tencent-push${app.pacerScope}`,
+      'tencent-push',
     );
     metrics?.sendRateLimit.set({ channel: CHANNEL_TENCENT_PUSH, app: app.appCode }, app.pushRateLimitPerSecond);
     byApp.set(
@@ -47,7 +48,7 @@ export function createTencentPush(ctx: ChannelContext): DeliveryChannel {
   const exempt = (kind: string) => config.preferences.mandatory_kinds.includes(kind);
   return frequencyCap(perAppChannel(CHANNEL_TENCENT_PUSH, byApp), {
     redis: ctx.redis,
-    prefix: config.redis.prefix,
+    prefixOf: redisPrefixOf(config),
     windows: push.frequency_cap.map((w) => ({ max: w.max, perMs: w.per })),
     exempt,
     // The ledger's view of a window counts what the window itself counts: mandatory pushes pass uncounted.

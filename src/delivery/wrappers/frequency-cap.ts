@@ -32,7 +32,15 @@ export function capSendId(row: LedgerKey): string {
  */
 export function frequencyCap(
   channel: DeliveryChannel,
-  deps: { redis: Redis; prefix: string; windows: readonly CapWindow[]; exempt(noticeKind: string): boolean; recent: RecentSends; now?: () => number },
+  deps: {
+    redis: Redis;
+    /** The key prefix of an app's windows (its own hash tag: src/config/redis-keyspace.ts). */
+    prefixOf(appCode: string): string;
+    windows: readonly CapWindow[];
+    exempt(noticeKind: string): boolean;
+    recent: RecentSends;
+    now?: () => number;
+  },
 ): DeliveryChannel {
   if (deps.windows.length === 0) return channel;
   const now = deps.now ?? Date.now;
@@ -43,7 +51,7 @@ export function frequencyCap(
     async send(row, ctx) {
       if (deps.exempt(row.noticeKind)) return channel.send(row, ctx);
       const user = `${row.appCode}:${createHash('sha256').update(row.userId).digest('base64url').slice(0, 16)}`;
-      const key = `${deps.prefix}:cap:${channel.name}:${user}`;
+      const key = `${deps.prefixOf(row.appCode)}:cap:${channel.name}:${user}`;
       const sendId = capSendId(row);
       const admit = async () => Number(await runLuaScript(deps.redis, ADMIT, [key], [String(now()), sendId, String(longest), ...limits]));
       let admitted = await admit();

@@ -78,8 +78,8 @@ export class InboxApiServer implements Role {
     private readonly logger: Logger,
     /** Which preferences exist (PreferencesService); none: the service is not served. */
     private readonly preferences?: PreferenceGrid,
-    /** Where live events travel (WatchInbox): the deployment's Redis and key prefix. */
-    private readonly redis?: { url: string; prefix: string; cluster: boolean },
+    /** Where live events travel (WatchInbox) and reads are noted: the deployment's Redis, its prefix and each app's. */
+    private readonly redis?: { url: string; prefix: string; prefixOf(appCode: string): string; cluster: boolean },
     /** Whether reads are noted for the IM read sync (deliver marks the users' IM conversations read). */
     private readonly readSyncOn = false,
     private readonly metrics?: NoticeMetrics,
@@ -143,7 +143,7 @@ export class InboxApiServer implements Role {
     }
     if (this.redis && this.readSyncOn) {
       this.publisher ??= this.quietRedis(createRedis(this.redis.url, 'producer', { cluster: this.redis.cluster }));
-      this.readSync = new ReadSyncRequests(this.publisher, this.redis.prefix, config.im_read_sync.window, this.logger);
+      this.readSync = new ReadSyncRequests(this.publisher, this.redis.prefixOf, config.im_read_sync.window, this.logger);
     }
     const readSync = this.readSync;
     const definitions = [
