@@ -117,4 +117,74 @@ describe('an outbox failover to a replica that is behind', () => {
     expect(new Set(shown(env).map((m) => m.toAccount)).size).toBe(60);
     console.log(`[outbox-failover] resends, all filtered as duplicates: ${resends.length}`);
   }, 120_000);
+  it('a server swapped under an open pool (no query fails) is caught by the next read, on the outbox and on the ledger side', async () => {
+    env = await createTestEnv({
+      wallet_notice_worker: { enabled: true, poll_interval: '50ms', batch_size: 100, lock_ttl: '3s', gap_grace: '5s', max_retry_count: 3 },
+    });
+    const wallet = `\`${env.config.wallet_database}\`.wallet_outbox`;
+    const fact = (n: number) => ({ ...balanceChanged(n), user_id: String(30_000 + n), event_id: `sw_${n}` });
+    await insertWalletRows(
+      env.owner,
+      env.config.wallet_database,
+      Array.from({ length: 40 }, (_, i) => fact(i + 1)),
+    );
+    proc = await startPipeline(env.config);
+    await waitFor(
+      async () => shown(env!).length,
+      (n) => n === 40,
+      20_000,
+      '40 delivered',
+    );
+    const poller = proc.ingest!.pollers[0]!;
+    const failedPolls = poller.stats.errors;
+
+    // The outbox side: rows 31..40 gone and their ids handed out again, while the pool's connections stay open.
+    await env.owner.query(`DELETE FROM ${wallet} WHERE id > 30`);
+    await env.owner.query(`ALTER TABLE ${wallet} AUTO_INCREMENT = 31`);
+    await insertWalletRows(
+      env.owner,
+      env.config.wallet_database,
+      Array.from({ length: 20 }, (_, i) => fact(100 + i)),
+    );
+    await waitFor(
+      async () => shown(env!).length,
+      (n) => n >= 60,
+      30_000,
+      'the 20 facts written after the swap delivered',
+    );
+    expect(new Set(shown(env).map((m) => m.toAccount)).size).toBe(60);
+    expect(poller.stats.errors).toBe(failedPolls); // no failed query told it
+    expect((await proc.metrics.outboxRewound.get()).values.reduce((n, v) => n + v.value, 0)).toBeGreaterThanOrEqual(1);
+
+    // The ledger side: the cursor row and the last ten ledger rows are older than what this process saved (the
+    // notice database failed over alone). The next save is refused, the cursor re-read, the ten facts recorded again
+    // and resent as the same messages, which the filter drops; a new fact is delivered.
+    await env.owner.query(`DELETE FROM \`${env.id}_notice\`.notice_delivery_events WHERE source_event_id IN (?)`, [
+      Array.from({ length: 10 }, (_, i) => `sw_${110 + i}`),
+    ]);
+    const [[{ hw }]] = await env.owner.query<any[]>(`SELECT id AS hw FROM ${wallet} WHERE event_id = 'sw_109'`);
+    const [[{ row }]] = await env.owner.query<any[]>(
+      `SELECT high_water_row AS \`row\` FROM \`${env.id}_notice\`.notice_ingest_cursors WHERE source_name = 'wallet_outbox'`,
+    );
+    expect(row).not.toBeNull();
+    await env.owner.query(
+      `UPDATE \`${env.id}_notice\`.notice_ingest_cursors SET high_water_id = ?, high_water_row = NULL WHERE source_name = 'wallet_outbox'`,
+      [hw],
+    );
+    await insertWalletRows(env.owner, env.config.wallet_database, [fact(200)]);
+    await waitFor(
+      async () => shown(env!).length,
+      (n) => n >= 61,
+      30_000,
+      'the new fact delivered',
+    );
+    await waitFor(
+      async () => env!.fakeIm.messages().filter((m) => m.duplicate).length,
+      (n) => n >= 10,
+      30_000,
+      'the ten facts recorded again and resent, as duplicates',
+    );
+    expect(shown(env)).toHaveLength(61);
+    expect(poller.stats.errors).toBe(failedPolls);
+  }, 120_000);
 });

@@ -55,6 +55,8 @@ export class CursorStore {
   async save(
     sourceName: string,
     owner: string,
+    /** The high-water id this process saved (or loaded) last: a row holding another one was not written by it. */
+    fromHighWaterId: number,
     state: CursorState,
     nowMs: number,
     leaseMs: number,
@@ -63,8 +65,8 @@ export class CursorStore {
     const update = (db: Pool | PoolConnection) =>
       db.query<ResultSetHeader>(
         `UPDATE notice_ingest_cursors SET high_water_id = ?, open_gaps = ?, high_water_row = ?, lease_until_ms = ?, updated_at_ms = ?
-          WHERE source_name = ? AND lease_owner = ?`,
-        [state.highWaterId, serializeGaps(state.gaps), state.highWaterRow ?? null, nowMs + leaseMs, nowMs, sourceName, owner],
+          WHERE source_name = ? AND lease_owner = ? AND high_water_id = ?`,
+        [state.highWaterId, serializeGaps(state.gaps), state.highWaterRow ?? null, nowMs + leaseMs, nowMs, sourceName, owner, fromHighWaterId],
       );
     if (!watch || watch.chunks.length === 0) return (await update(this.pool))[0].affectedRows === 1;
     const conn = await this.pool.getConnection();

@@ -211,7 +211,18 @@ export class OutboxPoller {
 
     const holdBack = await this.queueIsFull();
     if (holdBack) this.fullGroups.clear();
-    const newRows = holdBack ? [] : await reader.readAfter(state.highWaterId, config.batch_size);
+    // Each read starts at the row the cursor passed last and checks it is still that fact: a failover can swap the
+    // server under an open pool without a failed query, and a cursor ahead of its outbox skips the owner's next rows.
+    const verify = !holdBack && state.highWaterId > 0 && state.highWaterRow != null;
+    const read = holdBack ? [] : await reader.readAfter(verify ? state.highWaterId - 1 : state.highWaterId, config.batch_size + (verify ? 1 : 0));
+    if (verify) {
+      const atCursor = read[0]?.id === state.highWaterId ? read[0] : undefined;
+      if (!atCursor || rowIdentity(atCursor) !== state.highWaterRow) {
+        const held = await this.rewindUnlessSame(atCursor, this.now());
+        return { leader: held, newRows: 0, filledGaps: 0, full: held };
+      }
+    }
+    const newRows = verify ? read.slice(1) : read;
     this.checkDepth = holdBack || newRows.length > 0;
     const filled = state.gaps.length > 0 ? await reader.readGaps(state.gaps, config.batch_size) : [];
     const rows = [...filled, ...newRows];
@@ -236,12 +247,14 @@ export class OutboxPoller {
     const changed = next.highWaterId !== state.highWaterId || JSON.stringify(next.gaps) !== JSON.stringify(state.gaps);
     if (changed) {
       const nowMs = this.now();
-      if (await cursors.save(this.name, this.deps.owner, next, nowMs, config.lock_ttl, { store: this.deps.gapWatch, chunks })) {
+      if (await cursors.save(this.name, this.deps.owner, state.highWaterId, next, nowMs, config.lock_ttl, { store: this.deps.gapWatch, chunks })) {
         this.state = next;
         this.leaseUntilMs = nowMs + config.lock_ttl;
         this.watch.watched(chunks, nowMs);
       } else {
-        this.log.warn('ingest lease lost to another process; standing by');
+        // The row kept the lease owner and the high-water id this process saved last; either moved: another process
+        // took over, or MySQL is not the one it wrote to (a failover to a replica that lacked the last saves).
+        this.log.warn('ingest lease lost to another process, or the cursor in MySQL is not the one this process saved (a failover); re-reading it');
         this.state = null;
         return { leader: false, newRows: newRows.length, filledGaps: filled.length, full: false };
       }
@@ -346,10 +359,16 @@ export class OutboxPoller {
    * skip the owner's new rows for good.
    */
   private async checkAgainstOutbox(nowMs: number): Promise<boolean> {
-    const { config, cursors, reader } = this.deps;
     const state = this.state!;
     if (state.highWaterId === 0) return true;
-    const [atCursor] = await reader.readGaps([[state.highWaterId, state.highWaterId, 0]], 1);
+    const [atCursor] = await this.deps.reader.readGaps([[state.highWaterId, state.highWaterId, 0]], 1);
+    return this.rewindUnlessSame(atCursor, nowMs);
+  }
+
+  /** Given the outbox row at the cursor's high-water id (or none), keeps the cursor or takes it back (see above). */
+  private async rewindUnlessSame(atCursor: OutboxRow | undefined, nowMs: number): Promise<boolean> {
+    const { config, cursors, reader } = this.deps;
+    const state = this.state!;
     const known = state.highWaterRow ?? null;
     if (atCursor && (known === null || rowIdentity(atCursor) === known)) return true;
     let target: { id: number; row: string | null };
@@ -370,7 +389,7 @@ export class OutboxPoller {
     this.deps.metrics?.outboxRewound.inc({ source: this.name });
     const rewound = rewoundTo(state, target.id) ?? state;
     rewound.highWaterRow = target.row;
-    if (!(await cursors.save(this.name, this.deps.owner, rewound, nowMs, config.lock_ttl))) {
+    if (!(await cursors.save(this.name, this.deps.owner, state.highWaterId, rewound, nowMs, config.lock_ttl))) {
       this.state = null;
       return false;
     }

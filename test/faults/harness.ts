@@ -1,12 +1,13 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { PoolConnection } from 'mysql2/promise';
+import mysql, { type PoolConnection } from 'mysql2/promise';
 import { createTestEnv, type TestEnv } from '../helpers/env.ts';
 import { balanceChanged, insertWalletRows, vipActivated, type WalletRow } from '../helpers/outbox.ts';
 import { insertRoomRows, kick, rocket } from '../helpers/room.ts';
 import { activityEvent, insertActivityRows } from '../helpers/activity.ts';
 import { PrivateRedis } from '../helpers/redis-server.ts';
 import { PrivateMariaDb } from '../helpers/mariadb-server.ts';
+import { TcpProxy } from '../helpers/tcp-proxy.ts';
 import { spawnNotice, waitForOutput, type Spawned } from '../helpers/spawn.ts';
 import type { Faults } from '../../src/fake-im/server.ts';
 import { PreferenceStore, type PreferenceKey } from '../../src/preferences/store.ts';
@@ -49,8 +50,11 @@ export interface Scenario {
   inject?: (h: Harness) => Promise<void>;
   /** Users fake-im never imported: their events must end failed, not lost. */
   notImported?: string[];
-  /** Run on a private MariaDB instance (for faults that restart the server) instead of the shared one. */
-  privateMysql?: boolean;
+  /**
+   * Run on a private MariaDB instance (for faults that restart the server) instead of the shared one; `replicated`:
+   * a primary (ROW binlog) with a GTID replica, everything reaching the primary through one TCP proxy (the VIP).
+   */
+  privateMysql?: boolean | 'replicated';
   /**
    * Besides the wallet stream, commit one fact of the other kinds this often (default 100 ms) until the writers and
    * the injection are done, in turn: a room kick, a rocket reward, the three activity types, a VIP activation.
@@ -68,6 +72,9 @@ export interface Harness {
   env: TestEnv;
   redis: PrivateRedis;
   mariadb: PrivateMariaDb | null;
+  /** `privateMysql: 'replicated'`: the replica and the proxy every client reaches MySQL through. */
+  replica: PrivateMariaDb | null;
+  vip: TcpProxy | null;
   procs: Array<{ role: string; proc: Spawned }>;
   progress(): number;
   writing(): boolean;
@@ -105,6 +112,11 @@ export interface ScenarioResult {
   /** Of `written`, the facts of kinds the inbox takes. */
   written_for_inbox: number;
   rolled_back: number;
+  /**
+   * Facts whose commit the owner saw succeed and that are gone from the outbox at the end (a failover promoted a
+   * replica that never got them): the owner's loss, not the service's; `reached` of them got to a user before.
+   */
+  owner_lost: { facts: number; reached: number };
   delivered: number;
   failed: number;
   superseded: number;
@@ -136,6 +148,7 @@ export interface ScenarioResult {
   /** Committed (fact, channel) pairs with no ledger row, or marked delivered without reaching the channel. */
   lost: number;
   phantom: number;
+  phantom_sample: string[];
   drain_seconds: number;
   injections: string[];
   secret_leaks: string[];
@@ -202,8 +215,18 @@ const BASE_CONFIG = {
 export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   const redis = new PrivateRedis(['--maxmemory-policy', 'noeviction']);
   const redisUrl = await redis.start();
-  const mariadb = s.privateMysql ? new PrivateMariaDb() : null;
-  const mysqlServer = mariadb ? await mariadb.start() : undefined;
+  const binlog = ['--log-bin=mysql-bin', '--binlog-format=ROW', '--log-slave-updates'];
+  const replicated = s.privateMysql === 'replicated';
+  const mariadb = s.privateMysql ? new PrivateMariaDb(replicated ? [...binlog, '--server-id=1'] : []) : null;
+  let mysqlServer = mariadb ? await mariadb.start() : undefined;
+  const replica = replicated ? new PrivateMariaDb([...binlog, '--server-id=2']) : null;
+  let vip: TcpProxy | null = null;
+  if (replica) {
+    await replica.start();
+    await replica.replicate(mariadb!);
+    vip = new TcpProxy('127.0.0.1', mariadb!.port);
+    mysqlServer = `mysql://root@127.0.0.1:${await vip.start()}`;
+  }
   const apiPort = await freePort();
   const env = await createTestEnv(merge(merge(BASE_CONFIG, { redis: { url: redisUrl }, inbox: { api_port: apiPort } }), s.config ?? {}), {
     mysqlServer,
@@ -216,6 +239,8 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   const injections: string[] = [];
   const procs: Harness['procs'] = [];
   let committed = 0;
+  /** Facts whose commit returned: what the owner believes it wrote. */
+  const acknowledged = new Set<string>();
   /** event id → the user and kind it was written for: what each channel must deliver, and to whom. */
   const intended = new Map<string, Intended>();
   await new PreferenceStore(env.notice).set(CHOICES, Date.now());
@@ -226,6 +251,8 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     env,
     redis,
     mariadb,
+    replica,
+    vip,
     procs,
     progress: () => committed / s.events,
     quietUntilMs: null,
@@ -295,6 +322,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
         } else {
           await conn.commit();
           committed += rows.length;
+          for (const r of rows) acknowledged.add(r.event_id!);
         }
       } catch {
         // The server went away (a restart fault): whether these rows committed is read back from the outbox at
@@ -314,9 +342,11 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   let injecting = true;
   const sideStream = async () => {
     for (let k = 1; writing || injecting; k++) {
-      const write = sideFact(k, env, intended);
+      const fact = sideFact(k, env, intended);
       // A write cut by a fault may have committed or not: the outbox is read back at the end.
-      await retry(write, 10).catch(() => undefined);
+      await retry(fact.write, 10)
+        .then(() => acknowledged.add(fact.id))
+        .catch(() => undefined);
       await sleep(s.sideEveryMs ?? 100);
     }
   };
@@ -336,6 +366,29 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     env.owner.query<any[]>(`SELECT app_code, event_id, event_type, user_id FROM \`${env.config.wallet_database}\`.wallet_outbox`),
   );
   const committedIds = new Set<string>(outboxRows.map((r) => r.event_id as string));
+  // After a failover, what the old primary committed is on its disk: restarted (crash recovery), it tells which facts
+  // the promoted replica never got — the owner's loss — from messages for facts never committed anywhere.
+  const oldPrimaryIds = new Set<string>();
+  if (replicated) {
+    await mariadb!.start();
+    const old = await mysql.createConnection({ uri: mariadb!.url });
+    try {
+      for (const [database, table] of [
+        [env.config.wallet_database, 'wallet_outbox'],
+        [env.config.room_database, 'room_outbox'],
+        [env.config.activity_database, 'activity_outbox'],
+      ] as const) {
+        const [rows] = await old.query<any[]>(`SELECT event_id FROM \`${database}\`.${table}`);
+        for (const r of rows) oldPrimaryIds.add(String(r.event_id));
+      }
+    } finally {
+      await old.end();
+    }
+  }
+  // Facts committed (on the old primary, or acknowledged) and gone from the outbox at the end: a failover promoted a
+  // replica that never got them.
+  const ownerLost = [...new Set([...acknowledged, ...oldPrimaryIds])].filter((id) => !committedIds.has(id));
+  const ownerLostIds = new Set(ownerLost);
   // Rows a scenario's injection wrote itself (late commits) are known only from the outbox.
   for (const r of outboxRows)
     if (!intended.has(r.event_id))
@@ -366,7 +419,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   }
   const drainSeconds = (Date.now() - writtenAt) / 1000;
   process.stderr.write(`[faults] ${s.name}: drained in ${drainSeconds.toFixed(1)} s; checking the open streams\n`);
-  const streamCounts = await streams.settle(10_000).finally(() => streams.close());
+  const streamCounts = await streams.settle(10_000, ownerLostIds).finally(() => streams.close());
 
   const [ledger] = await retry(() => env.notice.query<any[]>('SELECT source_event_id, channel, status, last_error_code FROM notice_delivery_events'));
   // A superseded row is only right if a newer version of the same balance reached the user.
@@ -397,7 +450,8 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   // The cap this scenario runs with (the lowest max of its windows; none: no limit).
   const cap = Math.min(...env.config.tencent_push.frequency_cap.map((w) => w.max), Infinity);
   const pushIdsOfUser = new Map<string, string[]>();
-  for (const [id, v] of intended) if (pushKinds.has(v.kind) && committedIds.has(id)) pushIdsOfUser.set(v.user, [...(pushIdsOfUser.get(v.user) ?? []), id]);
+  for (const [id, v] of intended)
+    if (pushKinds.has(v.kind) && (committedIds.has(id) || ownerLostIds.has(id))) pushIdsOfUser.set(v.user, [...(pushIdsOfUser.get(v.user) ?? []), id]);
   const sentFirst = (id: string) => ({ delivered: 0, delivered_unconfirmed: 1 })[ledgerByKey.get(`${id}|tencent_push`)?.status as string] ?? 2;
   const pushesOfUser = new Map<string, number>();
   let unwanted = 0;
@@ -536,7 +590,11 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   }
   const lost = Object.values(byChannel).reduce((n, c) => n + c.lost, 0);
   const stuck = Object.values(byChannel).reduce((n, c) => n + c.stuck, 0);
-  const phantom = Object.values(reached).reduce((n, m) => n + [...m.keys()].filter((id) => !committedIds.has(id)).length, 0);
+  const ownerLostReached = ownerLost.filter((id) => Object.values(reached).some((m) => m.has(id))).length;
+  const phantomIds = Object.entries(reached).flatMap(([channel, m]) =>
+    [...m.keys()].filter((id) => !committedIds.has(id) && !ownerLostIds.has(id)).map((id) => `${channel}:${id}`),
+  );
+  const phantom = phantomIds.length;
   const userVisibleDuplicates = Object.values(reached).reduce((n, m) => n + [...m.values()].filter((users) => users.length > 1).length, 0);
 
   for (const { proc } of procs) if (alive(proc)) proc.child.kill('SIGTERM');
@@ -561,6 +619,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     written: committedIds.size,
     written_for_inbox: [...committedIds].filter((id) => inboxKinds.has(intended.get(id)!.kind)).length,
     rolled_back: rolledBack + cut.filter((id) => !committedIds.has(id)).length,
+    owner_lost: { facts: ownerLost.length, reached: ownerLostReached },
     delivered: ledger.filter((r) => r.status === 'delivered').length,
     failed: ledger.filter((r) => r.status === 'failed').length,
     superseded: ledger.filter((r) => r.status === 'superseded').length,
@@ -590,12 +649,15 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     user_visible_duplicates: userVisibleDuplicates,
     lost,
     phantom,
+    phantom_sample: phantomIds.slice(0, 10),
     drain_seconds: Math.round(drainSeconds * 10) / 10,
     injections,
     secret_leaks: secretLeaks,
   };
   await env.close();
   await redis.destroy();
+  await vip?.down();
+  await replica?.destroy();
   await mariadb?.destroy();
   return result;
 }
@@ -609,29 +671,29 @@ interface Intended {
 const WALLET_KINDS: Record<string, string> = { WalletBalanceChanged: 'wallet_notice', VipActivated: 'vip_notice' };
 
 /** The k-th fact of the side stream, noted in `intended` before it is written. */
-function sideFact(k: number, env: TestEnv, intended: Map<string, Intended>): () => Promise<void> {
+function sideFact(k: number, env: TestEnv, intended: Map<string, Intended>): { id: string; write: () => Promise<void> } {
   const at = { created_at_ms: Date.now() };
   switch (k % 6) {
     case 0: {
       const f = { ...kick(k), ...at };
       intended.set(f.event_id, { app: 'lalu', user: (f.payload as any).target_user_id, kind: 'room_notice' });
-      return () => insertRoomRows(env.owner, env.config.room_database, [f]);
+      return { id: f.event_id, write: () => insertRoomRows(env.owner, env.config.room_database, [f]) };
     }
     case 1: {
       const f = { ...rocket(k), ...at };
       intended.set(f.event_id, { app: 'lalu', user: (f.payload as any).reward_user_id, kind: 'room_notice' });
-      return () => insertRoomRows(env.owner, env.config.room_database, [f]);
+      return { id: f.event_id, write: () => insertRoomRows(env.owner, env.config.room_database, [f]) };
     }
     case 5: {
       const r = { ...vipActivated(k), ...at };
       intended.set(r.event_id!, { app: 'lalu', user: r.user_id!, kind: 'vip_notice' });
-      return () => insertWalletRows(env.owner, env.config.wallet_database, [r]);
+      return { id: r.event_id!, write: () => insertWalletRows(env.owner, env.config.wallet_database, [r]) };
     }
     default: {
       // Every third activity fact goes to one of two heavy users, so the push cap holds some back.
       const r = { ...activityEvent(k), ...at, ...(k % 6 === 4 ? { user_id: String(69000 + (Math.floor(k / 6) % 2)) } : {}) };
       intended.set(r.event_id, { app: 'lalu', user: r.user_id!, kind: 'activity_notice' });
-      return () => insertActivityRows(env.owner, env.config.activity_database, [r]);
+      return { id: r.event_id, write: () => insertActivityRows(env.owner, env.config.activity_database, [r]) };
     }
   }
 }

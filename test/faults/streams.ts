@@ -18,6 +18,11 @@ export interface StreamCounts {
   /** Users whose stream, once everything settled, still shows a count other than GetUnreadCount. */
   stale: number;
   stale_why: string[];
+  /**
+   * Of the stale ones, streams that announced an item whose fact the owner lost in a failover: the stream counted it
+   * before the promoted database forgot it, and nothing has changed for that user since (reported, not a failure).
+   */
+  stale_owner_lost: number;
 }
 
 type Unread = { count: number; capped: boolean };
@@ -38,13 +43,15 @@ export class StreamWatchers {
   private readonly last = new Map<string, Unread>();
   /** Each user's stream story (the first few entries), printed for a stale stream. */
   private readonly story = new Map<string, string[]>();
+  /** The event ids each user's stream announced (item_added). */
+  private readonly announced = new Map<string, Set<string>>();
   private readonly openedAt = Date.now();
   private tell(user: string, what: string): void {
     const s = this.story.get(user) ?? this.story.set(user, []).get(user)!;
     if (s.length < 12) s.push(`${Date.now() - this.openedAt}ms ${what}`);
   }
   private stopped = false;
-  private readonly counts: Omit<StreamCounts, 'stale' | 'stale_why'> = {
+  private readonly counts: Omit<StreamCounts, 'stale' | 'stale_why' | 'stale_owner_lost'> = {
     users: 0,
     snapshots: 0,
     item_added: 0,
@@ -104,6 +111,7 @@ export class StreamWatchers {
         this.tell(user, `item_added ${pick(e.item_added.unread).count}`);
         const eventId = String(JSON.parse(e.item_added.notification.data_json).event_id ?? '');
         if (this.userOfEvent(eventId) !== user) this.counts.foreign++;
+        (this.announced.get(user) ?? this.announced.set(user, new Set()).get(user)!).add(eventId);
       } else if (e.unread_changed) {
         this.counts.unread_changed++;
         this.last.set(user, pick(e.unread_changed));
@@ -119,12 +127,14 @@ export class StreamWatchers {
   }
 
   /** Waits (up to `timeoutMs`) for every stream to show GetUnreadCount's answer; the users that never do are stale. */
-  async settle(timeoutMs: number): Promise<StreamCounts> {
+  async settle(timeoutMs: number, ownerLost: ReadonlySet<string> = new Set()): Promise<StreamCounts> {
     if (this.reading) clearInterval(this.reading);
     const deadline = Date.now() + timeoutMs;
     let why: string[] = [];
+    let ownerLostStale = 0;
     for (;;) {
       why = [];
+      ownerLostStale = 0;
       for (const user of this.calls.keys()) {
         const answer = await this.unreadCount(user).catch((err: Error) => err);
         if (answer instanceof Error) {
@@ -133,7 +143,9 @@ export class StreamWatchers {
         }
         const truth = pick(answer.unread);
         const seen = this.last.get(user);
-        if (!seen || seen.count !== truth.count || seen.capped !== truth.capped)
+        const stale = !seen || seen.count !== truth.count || seen.capped !== truth.capped;
+        if (stale && [...(this.announced.get(user) ?? [])].some((id) => ownerLost.has(id))) ownerLostStale++;
+        else if (stale)
           why.push(
             `${user}: stream ${seen ? `${seen.count}${seen.capped ? '+' : ''}` : 'nothing'}, GetUnreadCount ${truth.count}${truth.capped ? '+' : ''} (stream: ${(this.story.get(user) ?? []).join(', ')})`,
           );
@@ -141,7 +153,7 @@ export class StreamWatchers {
       if (why.length === 0 || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 500));
     }
-    return { ...this.counts, stale: why.length, stale_why: why.slice(0, 10) };
+    return { ...this.counts, stale: why.length, stale_why: why.slice(0, 10), stale_owner_lost: ownerLostStale };
   }
 
   private unreadCount(user: string): Promise<any> {

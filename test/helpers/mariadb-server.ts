@@ -71,6 +71,33 @@ export class PrivateMariaDb {
     await new Promise((r) => child.once('exit', r));
   }
 
+  /** Replicates `primary` by GTID from its start (both started empty), as a replica of a managed primary does. */
+  async replicate(primary: PrivateMariaDb): Promise<void> {
+    await this.sql(
+      `CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=${primary.port}, MASTER_USER='root', MASTER_PASSWORD='', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1`,
+      'START SLAVE',
+    );
+  }
+
+  /** The replica falls behind: its SQL thread stops applying what the IO thread keeps fetching. */
+  async stopApplying(): Promise<void> {
+    await this.sql('STOP SLAVE SQL_THREAD');
+  }
+
+  /** Promotion as an operator's failover does it: stop replicating and forget the old primary (unapplied relay log dropped). */
+  async promote(): Promise<void> {
+    await this.sql('STOP SLAVE', 'RESET SLAVE ALL');
+  }
+
+  private async sql(...statements: string[]): Promise<void> {
+    const conn = await mysql.createConnection({ uri: this.url });
+    try {
+      for (const statement of statements) await conn.query(statement);
+    } finally {
+      await conn.end();
+    }
+  }
+
   async destroy(): Promise<void> {
     await this.kill();
     rmSync(this.dir, { recursive: true, force: true });

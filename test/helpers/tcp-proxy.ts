@@ -12,7 +12,7 @@ export class TcpProxy {
   /** `dropIdleAfterMs`: like a proxy or NAT that forgets idle connections, reset one whose next bytes come later. */
   constructor(
     private readonly targetHost: string,
-    private readonly targetPort: number,
+    private targetPort: number,
     private readonly dropIdleAfterMs = 0,
   ) {}
 
@@ -66,5 +66,12 @@ export class TcpProxy {
 
   async up(): Promise<void> {
     await this.start(this.port);
+  }
+
+  /** A VIP moved to another server: every open connection cut, new ones go to `port`. */
+  async repoint(port: number): Promise<void> {
+    await this.down();
+    this.targetPort = port;
+    await this.up();
   }
 }
