@@ -1,5 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HttpPoster, PostError } from '../src/tencent-im/http-post.ts';
 
@@ -9,9 +12,13 @@ import { HttpPoster, PostError } from '../src/tencent-im/http-post.ts';
  * request's deadline expires, and both are handled when the process runs again.
  */
 let server: ChildProcess | undefined;
+const dir = mkdtempSync(join(tmpdir(), 'notice-pause-'));
+/** The server notes here how many answers it has written (readable while this process's loop is blocked). */
+const answeredFile = join(dir, 'answered');
 afterEach(() => {
   server?.kill('SIGKILL');
   server = undefined;
+  rmSync(answeredFile, { force: true });
 });
 
 async function answeringServer(status: number, body: string): Promise<URL> {
@@ -19,7 +26,7 @@ async function answeringServer(status: number, body: string): Promise<URL> {
     process.execPath,
     [
       '-e',
-      `require('node:http').createServer((req, res) => { req.resume(); req.on('end', () => { res.writeHead(${status}, { 'content-type': 'application/json' }); res.end(${JSON.stringify(body)}); }); }).listen(0, '127.0.0.1', function () { console.log(this.address().port); });`,
+      `let n = 0; require('node:http').createServer((req, res) => { req.resume(); req.on('end', () => { res.writeHead(${status}, { 'content-type': 'application/json' }); res.end(${JSON.stringify(body)}, () => require('node:fs').writeFileSync(${JSON.stringify(answeredFile)}, String(++n))); }); }).listen(0, '127.0.0.1', function () { console.log(this.address().port); });`,
     ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
@@ -27,9 +34,22 @@ async function answeringServer(status: number, body: string): Promise<URL> {
   return new URL(`http://127.0.0.1:${Number(line.toString().trim())}/`);
 }
 
-/** Blocks this process's event loop for `ms`, like a pause: nothing of it runs, the kernel still takes the bytes. */
-function pause(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+const answered = (): number => {
+  try {
+    return Number(readFileSync(answeredFile, 'utf8'));
+  } catch {
+    return 0;
+  }
+};
+
+/**
+ * Blocks this process's event loop, like a pause: nothing of it runs, the kernel still takes the bytes. It lasts at
+ * least `ms` and, with `untilAnswered`, until the server has written that many answers: on a starved machine the
+ * server may take longer than the pause to answer, and the test is about an answer that arrived during one.
+ */
+function pause(ms: number, untilAnswered = 0): void {
+  const ends = Date.now() + ms;
+  while (Date.now() < ends || answered() < untilAnswered) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
 }
 
 /** A POST whose answer arrives while the process is paused past the request's deadline. */
@@ -37,14 +57,17 @@ async function postAcrossPause(base: URL): Promise<{ answer?: { statusCode: numb
   const poster = new HttpPoster(base, { maxSockets: 4, idleSocketTimeoutMs: 10_000, timeoutMs: 300 });
   try {
     // Warm the connection, so the paused request's bytes go out at once on a socket that is already open.
+    const warmed = answered() + 1;
     await poster.post('v4/warm', '{}');
+    while (answered() < warmed) await new Promise((r) => setTimeout(r, 5)); // the server's note of it, too
+    const before = warmed;
     const pending = poster.post('v4/openim/sendmsg', '{"MsgRandom":1}').then(
       (answer) => ({ answer }),
       (error: PostError) => ({ error }),
     );
     // Let the request be written, then stop: the server answers within a millisecond, we look after 800 ms.
     await new Promise((r) => setImmediate(r));
-    pause(800);
+    pause(800, before + 1);
     return await pending;
   } finally {
     poster.close();

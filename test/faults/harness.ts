@@ -5,7 +5,7 @@ import { createTestEnv, type TestEnv } from '../helpers/env.ts';
 import { balanceChanged, insertWalletRows, vipActivated, type WalletRow } from '../helpers/outbox.ts';
 import { insertRoomRows, kick, rocket } from '../helpers/room.ts';
 import { activityEvent, insertActivityRows } from '../helpers/activity.ts';
-import { PrivateRedis } from '../helpers/redis-server.ts';
+import { startRedisUnderTest, type RedisUnderTest } from './redis-under-test.ts';
 import { PrivateMariaDb } from '../helpers/mariadb-server.ts';
 import { TcpProxy } from '../helpers/tcp-proxy.ts';
 import { spawnNotice, waitForOutput, type Spawned } from '../helpers/spawn.ts';
@@ -70,7 +70,8 @@ export interface Scenario {
 
 export interface Harness {
   env: TestEnv;
-  redis: PrivateRedis;
+  /** One private redis-server, or a private cluster (FAULTS_REDIS=cluster). */
+  redis: RedisUnderTest;
   mariadb: PrivateMariaDb | null;
   /** `privateMysql: 'replicated'`: the replica and the proxy every client reaches MySQL through. */
   replica: PrivateMariaDb | null;
@@ -116,7 +117,7 @@ export interface ScenarioResult {
    * Facts whose commit the owner saw succeed and that are gone from the outbox at the end (a failover promoted a
    * replica that never got them): the owner's loss, not the service's; `reached` of them got to a user before.
    */
-  owner_lost: { facts: number; reached: number };
+  owner_lost: { facts: number; reached: number; sample: string[] };
   delivered: number;
   failed: number;
   superseded: number;
@@ -213,8 +214,7 @@ const BASE_CONFIG = {
 };
 
 export async function runScenario(s: Scenario): Promise<ScenarioResult> {
-  const redis = new PrivateRedis(['--maxmemory-policy', 'noeviction']);
-  const redisUrl = await redis.start();
+  const redis = await startRedisUnderTest();
   const binlog = ['--log-bin=mysql-bin', '--binlog-format=ROW', '--log-slave-updates'];
   const replicated = s.privateMysql === 'replicated';
   const mariadb = s.privateMysql ? new PrivateMariaDb(replicated ? [...binlog, '--server-id=1'] : []) : null;
@@ -228,10 +228,13 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     mysqlServer = `mysql://root@127.0.0.1:${await vip.start()}`;
   }
   const apiPort = await freePort();
-  const env = await createTestEnv(merge(merge(BASE_CONFIG, { redis: { url: redisUrl }, inbox: { api_port: apiPort } }), s.config ?? {}), {
-    mysqlServer,
-    fakeImApps: [HALA],
-  });
+  const env = await createTestEnv(
+    merge(merge(BASE_CONFIG, { redis: { url: redis.url, cluster: redis.cluster }, inbox: { api_port: apiPort } }), s.config ?? {}),
+    {
+      mysqlServer,
+      fakeImApps: [HALA],
+    },
+  );
   const dir = join(OUT_DIR, s.name);
   mkdirSync(dir, { recursive: true });
   env.fakeIm.setFaults({ ...(s.faults ?? {}), not_imported: s.notImported ?? [] });
@@ -385,10 +388,6 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
       await old.end();
     }
   }
-  // Facts committed (on the old primary, or acknowledged) and gone from the outbox at the end: a failover promoted a
-  // replica that never got them.
-  const ownerLost = [...new Set([...acknowledged, ...oldPrimaryIds])].filter((id) => !committedIds.has(id));
-  const ownerLostIds = new Set(ownerLost);
   // Rows a scenario's injection wrote itself (late commits) are known only from the outbox.
   for (const r of outboxRows)
     if (!intended.has(r.event_id))
@@ -398,6 +397,10 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     const [rows] = await retry(() => env.owner.query<any[]>(`SELECT event_id FROM \`${database}\`.${table}`));
     for (const r of rows) committedIds.add(r.event_id as string);
   }
+  // Facts committed (on the old primary, or acknowledged) and gone from the outbox at the end: a failover promoted a
+  // replica that never got them.
+  const ownerLost = [...new Set([...acknowledged, ...oldPrimaryIds])].filter((id) => !committedIds.has(id));
+  const ownerLostIds = new Set(ownerLost);
   const inboxKinds = new Set(env.config.inbox.kinds);
   const pushKinds = new Set(env.config.tencent_push.enabled ? env.config.tencent_push.kinds : []);
   const channelsOf = (id: string) => {
@@ -619,7 +622,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     written: committedIds.size,
     written_for_inbox: [...committedIds].filter((id) => inboxKinds.has(intended.get(id)!.kind)).length,
     rolled_back: rolledBack + cut.filter((id) => !committedIds.has(id)).length,
-    owner_lost: { facts: ownerLost.length, reached: ownerLostReached },
+    owner_lost: { facts: ownerLost.length, reached: ownerLostReached, sample: ownerLost.slice(0, 5) },
     delivered: ledger.filter((r) => r.status === 'delivered').length,
     failed: ledger.filter((r) => r.status === 'failed').length,
     superseded: ledger.filter((r) => r.status === 'superseded').length,

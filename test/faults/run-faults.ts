@@ -6,7 +6,7 @@
  *
  * FAULTS_SCALE (default 1) scales the event counts; FAULTS_ONLY=name,name runs a subset.
  */
-import { copyFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { alive, OUT_DIR, runScenario, sleep, type Harness, type Scenario, type ScenarioResult } from './harness.ts';
 import { balanceChanged, insertWalletRows } from '../helpers/outbox.ts';
@@ -16,10 +16,7 @@ const n = (events: number) => Math.max(200, Math.round(events * scale));
 
 /** Redis loses everything at once (FLUSHALL from a client of its own), noted in the scenario's injections. */
 async function flushAll(h: Harness, note: string): Promise<void> {
-  const { Redis } = await import('ioredis');
-  const client = new Redis(h.env.config.redis.url);
-  await client.flushall();
-  client.disconnect();
+  await h.redis.flushAll();
   h.note(note);
 }
 
@@ -61,11 +58,9 @@ const scenarios: Scenario[] = [
       await untilProgress(h, 0.3);
       await flushAll(h, 'FLUSHALL');
       await untilProgress(h, 0.6);
-      await h.redis.stop();
-      h.note('redis-server killed');
-      await sleep(2000);
-      await h.redis.start(h.redis.port);
-      h.note('redis-server restarted empty');
+      h.note(h.redis.cluster ? 'every cluster node killed' : 'redis-server killed');
+      await h.redis.killAndRestartEmpty(2000);
+      h.note(h.redis.cluster ? 'every cluster node restarted empty' : 'redis-server restarted empty');
     },
   },
   {
@@ -150,25 +145,14 @@ const scenarios: Scenario[] = [
       await Promise.all([
         killDeliversInTurn(h),
         (async () => {
-          const { Redis } = await import('ioredis');
-          const client = new Redis(h.env.config.redis.url);
           // What a failover to a lagging replica, an eviction or a careless cleanup leaves: some keys of every kind
           // gone, the rest in place, while everything runs. Two slow passes, so workers act between the deletions.
+          // Every app's tag too: `{notice*` matches `{notice}:…` and `{notice:hala}:…`.
           for (const share of [0.5, 0.75]) {
             await untilProgress(h, share);
-            let cursor = '0';
-            let deleted = 0;
-            do {
-              const [nextCursor, keys] = await client.scan(cursor, 'MATCH', `${h.env.config.redis.prefix}*`, 'COUNT', 20);
-              cursor = nextCursor;
-              for (const key of keys) {
-                deleted += await client.del(key);
-                await sleep(1);
-              }
-            } while (cursor !== '0');
+            const deleted = await h.redis.deleteOneByOne(`${h.env.config.redis.prefix.slice(0, -1)}*`, 1);
             h.note(`deleted ${deleted} Redis keys one by one (SCAN + DEL)`);
           }
-          client.disconnect();
         })(),
       ]);
     },
@@ -185,17 +169,11 @@ const scenarios: Scenario[] = [
     writer: { ratePerSecond: 600 },
     async inject(h) {
       await untilProgress(h, 0.3);
-      const { Redis } = await import('ioredis');
-      const client = new Redis(h.env.config.redis.url);
-      await client.save();
-      client.disconnect();
-      copyFileSync(join(h.redis.dir, 'dump.rdb'), join(h.redis.dir, 'snapshot.rdb'));
+      await h.redis.snapshot();
       h.note('snapshot taken (SAVE)');
       await sleep(5000);
-      await h.redis.stop();
-      copyFileSync(join(h.redis.dir, 'snapshot.rdb'), join(h.redis.dir, 'dump.rdb'));
-      await h.redis.start(h.redis.port);
-      h.note('redis-server killed and restarted from the 5 s old snapshot');
+      await h.redis.restoreSnapshot();
+      h.note(`${h.redis.cluster ? 'every cluster node' : 'redis-server'} killed and restarted from the 5 s old snapshot`);
     },
   },
   {
