@@ -3,6 +3,7 @@ import { createTestEnv, mysqlServerVia, MYSQL_HOST, MYSQL_PORT, waitFor, type Te
 import { TcpProxy } from './helpers/tcp-proxy.ts';
 import { startPipeline } from './helpers/pipeline.ts';
 import { balanceChanged, insertWalletRows } from './helpers/outbox.ts';
+import { activityEvent, insertActivityRows } from './helpers/activity.ts';
 import type { NoticeProcess } from '../cli/run-roles.ts';
 
 /**
@@ -186,5 +187,51 @@ describe('an outbox failover to a replica that is behind', () => {
     );
     expect(shown(env)).toHaveLength(61);
     expect(poller.stats.errors).toBe(failedPolls);
+  }, 120_000);
+});
+
+describe('a push whose ledger row a failover lost', () => {
+  it('is recorded again but not pushed again: the resend guard in Redis remembers accepted pushes', async () => {
+    env = await createTestEnv({
+      wallet_notice_worker: { enabled: false },
+      activity_notice_worker: { enabled: true, poll_interval: '50ms', lock_ttl: '3s', gap_grace: '5s', max_retry_count: 3 },
+      tencent_push: { enabled: true, batch_linger: '0ms' },
+    });
+    const facts = (from: number, count: number) =>
+      insertActivityRows(
+        env!.owner,
+        env!.config.activity_database,
+        Array.from({ length: count }, (_, i) => ({ ...activityEvent(from + i), user_id: String(40_000 + from + i) })),
+      );
+    const pushedAccounts = () => env!.fakeIm.pushes().reduce((n, p) => n + p.accounts.length, 0);
+    await facts(1, 5);
+    proc = await startPipeline(env.config);
+    await waitFor(
+      async () => pushedAccounts(),
+      (n) => n === 5,
+      20_000,
+      '5 pushes',
+    );
+    await waitFor(
+      async () => Number((await env!.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_delivery_events WHERE status = 'delivered'"))[0][0].n),
+      (n) => n === 10,
+      20_000,
+      '5 facts × (C2C, push) delivered',
+    );
+    // The notice database fails over to a replica that has none of it: no ledger rows, the cursor at the start.
+    await env.notice.query('DELETE FROM notice_delivery_events');
+    await env.notice.query("UPDATE notice_ingest_cursors SET high_water_id = 0, open_gaps = '[]', high_water_row = NULL WHERE source_name = 'activity_outbox'");
+    await facts(6, 1);
+    await waitFor(
+      async () => Number((await env!.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_delivery_events WHERE status = 'delivered'"))[0][0].n),
+      (n) => n === 12,
+      30_000,
+      '6 facts × (C2C, push) delivered again',
+    );
+    // Six accounts pushed once each: the five recorded again were not pushed again (a later second's MsgRandom
+    // is not deduplicated by TIMPush, so each would have shown twice).
+    expect(pushedAccounts()).toBe(6);
+    const [guarded] = await env.notice.query<any[]>("SELECT COUNT(*) AS n FROM notice_delivery_events WHERE provider_ref = 'push:sent-before-ledger-loss'");
+    expect(Number(guarded[0].n)).toBe(5);
   }, 120_000);
 });

@@ -150,6 +150,7 @@ export interface ScenarioResult {
   lost: number;
   phantom: number;
   phantom_sample: string[];
+  twice_sample: string[];
   drain_seconds: number;
   injections: string[];
   secret_leaks: string[];
@@ -598,7 +599,10 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     [...m.keys()].filter((id) => !committedIds.has(id) && !ownerLostIds.has(id)).map((id) => `${channel}:${id}`),
   );
   const phantom = phantomIds.length;
-  const userVisibleDuplicates = Object.values(reached).reduce((n, m) => n + [...m.values()].filter((users) => users.length > 1).length, 0);
+  const twiceIds = Object.entries(reached).flatMap(([channel, m]) =>
+    [...m.entries()].filter(([, users]) => users.length > 1).map(([id]) => `${channel}:${id}`),
+  );
+  const userVisibleDuplicates = twiceIds.length;
 
   for (const { proc } of procs) if (alive(proc)) proc.child.kill('SIGTERM');
   // A process that does not stop on SIGTERM is a defect to report, not a reason to hang the suite.
@@ -653,6 +657,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
     lost,
     phantom,
     phantom_sample: phantomIds.slice(0, 10),
+    twice_sample: twiceIds.slice(0, 10),
     drain_seconds: Math.round(drainSeconds * 10) / 10,
     injections,
     secret_leaks: secretLeaks,

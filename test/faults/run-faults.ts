@@ -501,7 +501,7 @@ const problems = results.flatMap((r) => [
     ? [`${r.scenario}: ${r.streams.stale} WatchInbox streams ended showing other counts than GetUnreadCount: ${r.streams.stale_why.slice(0, 3).join('; ')}`]
     : []),
   ...(r.streams.foreign > 0 ? [`${r.scenario}: ${r.streams.foreign} stream events carried another user's item`] : []),
-  ...(r.user_visible_duplicates > 0 ? [`${r.scenario}: ${r.user_visible_duplicates} events reached a user twice`] : []),
+  ...(r.user_visible_duplicates > 0 ? [`${r.scenario}: ${r.user_visible_duplicates} events reached a user twice (${r.twice_sample.join(', ')})`] : []),
   ...r.secret_leaks.map((l) => `${r.scenario}: secret in logs: ${l}`),
 ]);
 if (problems.length > 0) {

@@ -25,6 +25,8 @@ export interface TencentPushDeps {
    * markSending); returns the rows it marked. A process killed mid-call leaves the mark for the next claim to see.
    */
   markSending?(rows: readonly LedgerRow[], ref: string): Promise<readonly LedgerRow[]>;
+  /** Pushes accepted lately (RecentPushes): a row among them was pushed before its ledger row was lost, and is not sent again. */
+  recent?: { sent(rows: readonly LedgerRow[]): Promise<Set<string>>; note(rows: readonly LedgerRow[]): Promise<void> };
   metrics?: NoticeMetrics;
   /** The app_code whose Tencent app this sender is (a metric label). */
   app: string;
@@ -113,6 +115,13 @@ export function tencentPushChannel(deps: TencentPushDeps): DeliveryChannel {
             sending = ours;
             if (sending.length === 0) continue;
           }
+          if (deps.recent) {
+            const pushed = await deps.recent.sent(sending.map((w) => w.row));
+            const [again, fresh] = partition(sending, (w) => pushed.has(formatKey(w.row)));
+            for (const w of again) w.resolve({ kind: 'delivered', ref: 'push:sent-before-ledger-loss', latencyMs: 0 });
+            sending = fresh;
+            if (sending.length === 0) continue;
+          }
           const rows = sending.map((w) => w.row);
           const outcome = await deps.sender.batch({
             fromAccount: deps.fromAccount,
@@ -123,7 +132,10 @@ export function tencentPushChannel(deps: TencentPushDeps): DeliveryChannel {
             ...offlineStorage(sending, now()),
           });
           deps.metrics?.pushBatchAccounts.observe(sending.length);
-          for (const w of sending) w.resolve(outcomeFor(outcome, w.row, deps.retryAmbiguous));
+          const outcomes = sending.map((w) => outcomeFor(outcome, w.row, deps.retryAmbiguous));
+          // Noted before the rows are resolved: once the ledger says delivered, a lost ledger must find the note.
+          await deps.recent?.note(sending.filter((_, i) => outcomes[i]!.kind === 'delivered').map((w) => w.row)).catch(() => undefined);
+          sending.forEach((w, i) => w.resolve(outcomes[i]!));
         } catch (err) {
           for (const w of sending) w.reject(err);
         }

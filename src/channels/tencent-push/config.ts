@@ -18,6 +18,12 @@ export const tencentPush = z.strictObject({
    * `delivered_unconfirmed` and stop.
    */
   retry_ambiguous: z.boolean().default(false),
+  /**
+   * How long an accepted push is remembered in Redis (one sorted set per app), so a push whose ledger row a MySQL
+   * failover lost, recorded again, is not sent twice (TIMPush drops a repeated MsgRandom only within one second).
+   * Costs ~80 bytes of Redis per pushed account in the window; 0 = off.
+   */
+  resend_guard: durationMs.default(120_000),
   /** Accounts per call when identical pushes are batched (Tencent allows 1-500). */
   batch_max_accounts: z.number().int().min(1).max(500).default(500),
   /** How long a push waits for identical ones to share its call when no send slot is waiting anyway. */

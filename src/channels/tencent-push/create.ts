@@ -5,6 +5,7 @@ import { appRest } from '../../tencent-im/app-rest.ts';
 import type { ChannelContext } from '../types.ts';
 import type { DeliveryChannel } from '../types.ts';
 import { tencentPushChannel } from './channel.ts';
+import { RecentPushes } from './recent-pushes.ts';
 import { tencentApps } from '../../config/tencent-apps.ts';
 import { redisPrefixOf } from '../../config/redis-keyspace.ts';
 import { perAppChannel } from '../per-app.ts';
@@ -41,6 +42,7 @@ export function createTencentPush(ctx: ChannelContext): DeliveryChannel {
         sendTimeoutMs: push.request_timeout * 2, // a re-sign can make it two requests
         metrics,
         markSending: (rows, ref) => ctx.ledger.markAttemptStarted(rows, ref),
+        ...(push.resend_guard > 0 ? { recent: new RecentPushes(ctx.redis, `${app.redisPrefix}:push-sent`, push.resend_guard) } : {}),
       }),
     );
   }
