@@ -252,7 +252,7 @@ describe('dashboard', () => {
     const bad = spawnNotice(['requeue', '--status', 'delivered', '--config', env!.configFile]);
     expect(await bad.exited).toBe(2);
     expect(bad.output()).toContain('only "failed"');
-  });
+  }, 300_000); // six CLI processes: seconds each on a starved box
 });
 
 describe('dashboard hardening (plain HTTP)', () => {

@@ -122,10 +122,12 @@ describe('the tencent_push channel against fake-im', () => {
   it('identical pushes share one call; ErrorList fails only its own account', async () => {
     // A linger long enough for any machine: the rows are claimed first, then handed over together as a worker's
     // batch would be, so what is measured is the sharing, not how fast 40 claims run next to a busy CPU.
-    const c = await pushChannel({ batch_linger: '1s' });
+    // The request timeout and the locks leave room for a starved machine (nice 19 beside a CPU hog): a 300 ms timeout
+    // there ended the call before it was written, and no push was made at all.
+    const c = await pushChannel({ batch_linger: '1s', request_timeout: '5s' });
     env!.fakeIm.setPushFaults({ not_imported: ['80007'] });
     const rows = Array.from({ length: 40 }, (_, i) => row({ userId: String(80000 + i) }));
-    const claimed = await Promise.all(rows.map((r) => insertAndClaim(env!.notice, r, 'push-test', 20_000)));
+    const claimed = await Promise.all(rows.map((r) => insertAndClaim(env!.notice, r, 'push-test', 120_000)));
     const outcomes = await Promise.all(claimed.map((r) => c.send(r, { lockUntilMs: r.lockUntilMs })));
     const pushes = env!.fakeIm.pushes();
     expect(pushes).toHaveLength(1);
