@@ -25,6 +25,8 @@ import { chartsRouter } from './charts.ts';
 import { PipelineSampler } from './pipeline-sampler.ts';
 import { errorHandler, loginThrottle, refusePipelineMutations, sameOriginWrites, securityHeaders, withoutThirdPartyAssets } from './security.ts';
 import { pino, type Logger } from 'pino';
+import { BackendWatch } from './backend-watch.ts';
+import { boardOutagePage, OUTAGE_BANNER, outageScript } from './outage-banner.ts';
 
 /**
  * The operator dashboard: bull-board for every notice queue and the ledger page, all under one base path and all
@@ -36,9 +38,17 @@ export function createDashboardApp(
   queues: DeliverQueues,
   logger: Logger = pino({ level: 'silent' }),
   sampler: PipelineSampler = new PipelineSampler(pool, queues, logger),
+  watch: BackendWatch = backendWatch(pool, queues),
 ): express.Express {
   const settings = config.dashboard;
   const base = settings.base_path;
+  /** Every page of ours carries the outage banner (under the header) and its script; every script gets the nonce. */
+  const withBanner = (html: string) =>
+    html
+      .replace('</header>', `</header>${OUTAGE_BANNER}`)
+      .replace('</body>', `<script>${outageScript(`${base}/api/health`, config.display.time_zone)}</script></body>`);
+  const send = (html: string) => (_req: express.Request, res: express.Response) =>
+    void res.type('html').send(html.replaceAll('<script>', `<script nonce="${res.locals.cspNonce}">`));
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -95,6 +105,15 @@ export function createDashboardApp(
   // bull-board's router is an express app of its own, which would announce itself (X-Powered-By) on every answer.
   const board = serverAdapter.getRouter() as express.Express;
   board.disable('x-powered-by');
+  app.get(`${base}/api/health`, (_req, res) => void res.set('cache-control', 'no-store').json(watch.snapshot()));
+  // The board reads everything from Redis: without it, its page says so instead of "No queues to display".
+  app.get(`${base}/queues`, (req, res, next) => {
+    if (!watch.isDown('redis') || !req.accepts('html')) return next();
+    res
+      .status(503)
+      .type('html')
+      .send(boardOutagePage(base, watch.snapshot().redis!, config.display.time_zone));
+  });
   app.use(`${base}/queues`, refusePipelineMutations(), withoutThirdPartyAssets(), board);
 
   const policyFor = sourcePolicy(config);
@@ -138,7 +157,7 @@ export function createDashboardApp(
     channels: channelModules(config).map((m) => m.name),
     statuses: DELIVERY_STATUSES.map((status) => ({ status, ...STATUS_TABLE[status] })),
   });
-  app.get(`${base}/notices`, (_req, res) => void res.type('html').send(page.replace('<script>', `<script nonce="${res.locals.cspNonce}">`)));
+  app.get(`${base}/notices`, send(withBanner(page)));
   const zone = config.display.time_zone;
   const timeline = timelinePage({
     base,
@@ -160,9 +179,8 @@ export function createDashboardApp(
       })),
     }),
   );
-  app.get(`${base}/timeline`, (_req, res) => void res.type('html').send(timeline.replace('<script>', `<script nonce="${res.locals.cspNonce}">`)));
-  const errors = errorsPage({ base, environment: settings.environment });
-  app.get(`${base}/errors`, (_req, res) => void res.type('html').send(errors));
+  app.get(`${base}/timeline`, send(withBanner(timeline)));
+  app.get(`${base}/errors`, send(withBanner(errorsPage({ base, environment: settings.environment }))));
   app.get(['/', base], (_req, res) => res.redirect(`${base}/queues`));
   app.use(errorHandler(logger));
   return app;
@@ -171,4 +189,9 @@ export function createDashboardApp(
 /** The fields of a job's row the board shows: its ledger key and event type. */
 function shownKey(row: DeliverRowData | undefined) {
   return { sourceName: row?.sourceName, appCode: row?.appCode, sourceEventId: row?.sourceEventId, channel: row?.channel, eventType: row?.eventType };
+}
+
+/** MySQL and Redis as the dashboard reaches them (the ledger pool, the queues' connection). */
+export function backendWatch(pool: Pool, queues: DeliverQueues): BackendWatch {
+  return new BackendWatch({ mysql: () => pool.query('SELECT 1'), redis: () => queues.connection.ping() });
 }

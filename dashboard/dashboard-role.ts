@@ -7,12 +7,16 @@ import { RoleConfigError, type Role } from '../src/app/role.ts';
 import type { DeliverQueues } from '../queues/deliver-queue.ts';
 import { createDashboardApp } from './app.ts';
 import { PipelineSampler } from './pipeline-sampler.ts';
+import { backendWatch } from './app.ts';
+import type { BackendWatch } from './backend-watch.ts';
 
 export class DashboardRole implements Role {
   readonly name = 'dashboard';
   private server: Server | null = null;
   /** Queue depth and the oldest pending age over time, for the charts. */
   private readonly sampler: PipelineSampler;
+  /** MySQL and Redis probed every few seconds, for the pages' outage banner. */
+  private readonly watch: BackendWatch;
   port = 0;
 
   constructor(
@@ -25,11 +29,13 @@ export class DashboardRole implements Role {
       throw new RoleConfigError('dashboard refuses to start: dashboard.auth.password is empty (set it, e.g. from ${DASHBOARD_PASSWORD})');
     }
     this.sampler = new PipelineSampler(pool, queues, logger, config.dashboard.chart_sample_interval);
+    this.watch = backendWatch(pool, queues);
   }
 
   async start(): Promise<void> {
     this.sampler.start();
-    const app = createDashboardApp(this.config, this.pool, this.queues, this.logger, this.sampler);
+    this.watch.start();
+    const app = createDashboardApp(this.config, this.pool, this.queues, this.logger, this.sampler, this.watch);
     await new Promise<void>((resolve, reject) => {
       const server = app.listen(this.config.dashboard.port, this.config.dashboard.host, (err?: Error) => (err ? reject(err) : resolve()));
       this.server = server;
@@ -48,6 +54,7 @@ export class DashboardRole implements Role {
 
   async stop(): Promise<void> {
     this.sampler.stop();
+    this.watch.stop();
     const server = this.server;
     this.server = null;
     if (!server) return;

@@ -84,7 +84,12 @@ export interface QueueRoute {
 export class DeliverQueues {
   private readonly channels = new Map<string, ChannelGroups>();
 
-  constructor(connection: Redis, prefix: string, specs: readonly ChannelQueueSpec[]) {
+  constructor(
+    /** The Redis connection every queue here shares (a health probe pings it). */
+    readonly connection: Redis,
+    prefix: string,
+    specs: readonly ChannelQueueSpec[],
+  ) {
     for (const spec of specs) this.channels.set(spec.channel, new ChannelGroups(connection, prefix, spec));
   }
 
