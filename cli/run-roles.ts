@@ -3,6 +3,7 @@ import { channelQueueSpecs, channelRoles } from '../src/channels/registry.ts';
 import type { NoticeConfig } from '../src/config/schema.ts';
 import { createMysqlPool, type Pool } from '../src/platform/mysql.ts';
 import { createRedis, type Redis } from '../src/platform/redis.ts';
+import { repeatedErrors } from '../src/platform/repeated-errors.ts';
 import { createDeliverQueues, type DeliverQueues } from '../queues/deliver-queue.ts';
 import type { IngestRole } from '../ingest/ingest-role.ts';
 import type { DeliverRole } from '../deliver/deliver-role.ts';
@@ -56,7 +57,10 @@ export async function buildProcess(
       }
     : null;
   const deliverQueues = redis ? createDeliverQueues(redis.producer, config.redis.prefix, channelQueueSpecs(config)) : null;
-  deliverQueues?.on('error', (err) => logger.warn({ err: err.message }, 'deliver queue connection error'));
+  deliverQueues?.on('error', repeatedErrors(logger, 'deliver queue connection error'));
+  // A connection no role uses here (the worker one in a dashboard-only process) would print ioredis's "Unhandled
+  // error event" with a stack at every reconnect attempt.
+  redis?.worker.on('error', repeatedErrors(logger, 'Redis connection error'));
   const queuesOrThrow = (): DeliverQueues => {
     if (!deliverQueues) throw new Error('this process runs only inbox-api, which uses no deliver queue');
     return deliverQueues;

@@ -12,6 +12,7 @@ import { RoleConfigError, withDeadline, type Role } from '../src/app/role.ts';
 import { newWorkerId } from '../src/app/worker-id.ts';
 import type { DeliverJobData, DeliverQueues } from '../queues/deliver-queue.ts';
 import { LegacyQueueLayout } from '../queues/legacy-layout.ts';
+import { repeatedErrors } from '../src/platform/repeated-errors.ts';
 import { createDeliverProcessor, ledgerBackoff } from './processor.ts';
 import type { NoticeMetrics } from '../src/observability/metrics.ts';
 import { Reconciler } from '../src/delivery/reconciler.ts';
@@ -181,6 +182,8 @@ export class DeliverRole implements Role {
     // Several BullMQ workers share a channel's concurrency (see fetchLanes): a burst starts sending after a few
     // fetches. Each queue has its own lanes, so a kind's jobs are claimed while another kind's backlog waits; the
     // C2C pacer then hands out the quota by priority among everything claimed.
+    // Every worker reports each reconnect attempt of an outage: one line per 10 s for all of them, with a count.
+    const workerErrors = repeatedErrors(this.logger, 'deliver worker error');
     this.workers = this.modules.flatMap((module) => {
       // Each app group (tencent_im.apps) has its own queues; the lanes are shared out so the Redis connections stay bounded.
       const groups = this.queues.groupsOfChannel(module.name);
@@ -203,7 +206,7 @@ export class DeliverRole implements Role {
       );
     });
     for (const worker of this.workers) {
-      worker.on('error', (err) => this.logger.warn({ err: err.message }, 'deliver worker error'));
+      worker.on('error', workerErrors);
       void worker.run();
     }
     await Promise.all(this.workers.map((worker) => worker.waitUntilReady()));
