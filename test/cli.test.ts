@@ -176,7 +176,7 @@ describe('notice-service CLI', () => {
     }
   }, 300_000);
 
-  it('audit and rejects work with Redis down (they need only MySQL)', async () => {
+  it('audit, rejects and requeue --dry-run work with Redis down (they need only MySQL); a real requeue says Redis is needed', async () => {
     env = await createTestEnv({});
     writeFileSync(env.configFile, readFileSync(env.configFile, 'utf8').replace(/url: redis:\/\/[^\n]+/, 'url: redis://127.0.0.1:1'));
     for (const args of [['audit'], ['rejects'], ['rejects', 'show', '1']]) {
@@ -184,5 +184,11 @@ describe('notice-service CLI', () => {
       expect(r.code, `${args.join(' ')}: ${r.out}`).not.toBe('hung');
       expect(r.out).not.toMatch(/ECONNREFUSED/);
     }
+    const dry = await run(['requeue', '--status', 'failed', '--dry-run']);
+    expect(dry.code, dry.out).toBe(0);
+    expect(dry.out).toContain('would requeue 0');
+    const real = await run(['requeue', '--status', 'failed', '--yes']);
+    expect(real.code, real.out).toBe(3);
+    expect(real.out.trim()).toMatch(/^notice-service: Redis at .+ is unreachable \(.+\); this command needs it$/);
   }, 300_000);
 });

@@ -173,7 +173,8 @@ export async function requeueCommand(
     ...(options.code ? { code: options.code } : {}),
   };
   return withResources(config, async ({ pool, queues: needQueues }) => {
-    const queues = await needQueues();
+    // A dry run only counts rows in MySQL: it works with Redis down (a real one checks Redis before asking).
+    const queues = options.dryRun ? null : await needQueues();
     const deps = { pool, queues, maxRetryFor: (source: string) => policyFor(source).maxRetryCount };
     const who = { actor: `${userInfo().username}@${hostname()}`, via: 'cli' as const };
     if (!options.dryRun && options.confirm) {

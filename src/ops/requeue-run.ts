@@ -9,7 +9,8 @@ import { requeueFailed } from './requeue.ts';
 
 export interface RequeueRunDeps {
   pool: Pool;
-  queues: DeliverQueues;
+  /** null only for a dry run: counting the matching rows needs MySQL alone. */
+  queues: DeliverQueues | null;
   maxRetryFor: (source: string) => number;
   now?: () => number;
 }
@@ -44,6 +45,8 @@ export async function runRequeue(
   options: { dryRun?: boolean; onProgress?: (p: RequeueProgress) => void | Promise<void> } = {},
 ): Promise<RequeueRunResult> {
   const now = deps.now ?? Date.now;
+  const queues = deps.queues;
+  if (!options.dryRun && !queues) throw new Error('a requeue needs the deliver queues (Redis); only a dry run counts without them');
   const startedAtMs = now();
   const ledger = new LedgerRepository(deps.pool);
   const audit = new AuditLog(deps.pool, now);
@@ -64,7 +67,7 @@ export async function runRequeue(
     for await (const page of pagesOf(deps.pool, ledger, selection, startedAtMs, result)) {
       result.matched += page.length;
       if (!options.dryRun) {
-        const moved = await requeueFailed(ledger, deps.queues, page, deps.maxRetryFor, { history, actor: who.actor }, now());
+        const moved = await requeueFailed(ledger, queues!, page, deps.maxRetryFor, { history, actor: who.actor }, now());
         result.requeued.push(...moved.requeued);
         result.skipped.push(...moved.skipped);
         if (auditId !== null) await audit.update(auditId, progress('running'));
