@@ -52,10 +52,10 @@ export function lineChartSvg(spec: ChartSpec): string {
       )
       .join('');
   });
-  const hourTicks = spec.slots
-    .map((ms, i) => ({ ms, i }))
-    .filter(({ ms }, k) => ms % 3_600_000 === 0 || k === 0)
-    .map(({ ms, i }) => `<text x="${x(i).toFixed(1)}" y="${height - 18}" font-size="10" text-anchor="middle" fill="#627d98">${esc(spec.hourLabel(ms))}</text>`);
+  const hourTicks = spacedTicks(
+    spec.slots.map((ms, i) => ({ ms, x: x(i) })).filter(({ ms }, k) => ms % 3_600_000 === 0 || k === 0),
+    MIN_LABEL_GAP_PX,
+  ).map(({ ms, x: at }) => `<text x="${at.toFixed(1)}" y="${height - 18}" font-size="10" text-anchor="middle" fill="#627d98">${esc(spec.hourLabel(ms))}</text>`);
   const legend = spec.series.map(
     (s, i) => `<text x="${pad.left + i * 120}" y="${height - 4}" font-size="11" fill="${esc(s.color)}">${s.dashed ? '- - ' : '— '}${esc(s.name)}</text>`,
   );
@@ -71,6 +71,26 @@ ${hourTicks.join('\n')}
 ${lines.join('\n')}
 ${legend.join('\n')}
 </svg>`;
+}
+
+/** A label "HH:MM" at font size 10 is ~30 px wide: centres closer than this overlap. */
+const MIN_LABEL_GAP_PX = 36;
+
+/**
+ * The axis labels that do not overlap, left to right; the first one (the chart's start, usually not a whole hour)
+ * gives way to a whole hour right after it.
+ */
+export function spacedTicks<T extends { x: number }>(ticks: readonly T[], minGapPx: number): T[] {
+  const kept: T[] = [];
+  ticks.forEach((tick, i) => {
+    const previous = kept.at(-1);
+    if (previous && tick.x - previous.x < minGapPx) {
+      if (i === 1) kept[kept.length - 1] = tick; // the start label yields to the hour
+      return;
+    }
+    kept.push(tick);
+  });
+  return kept;
 }
 
 /** 1, 2, 5 × 10^k at or above the value: axis tops a reader can take in at a glance. */
