@@ -7,7 +7,7 @@ import type { NoticeConfig } from '../src/config/schema.ts';
 import { LedgerQueries } from '../src/ledger/queries.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
 import { sourcePolicy } from '../src/notices/sources.ts';
-import { channelModule, channelModules } from '../src/channels/registry.ts';
+import { channelModule, channelModules, channelQueueSpecs } from '../src/channels/registry.ts';
 import { AuditLog } from '../src/ops/audit-log.ts';
 import { DELIVERY_STATUSES, STATUS_TABLE } from '../src/ledger/status.ts';
 import { clockParts } from '../src/platform/clock.ts';
@@ -15,7 +15,7 @@ import { DeliveryHistory } from '../src/ledger/history.ts';
 import { RejectStore } from '../src/intake/reject-store.ts';
 import { rejectEntries } from '../src/ops/reject-entries.ts';
 import { rejectsApi } from './rejects-api.ts';
-import { isBatchJobData, type DeliverJobData, type DeliverQueues, type DeliverRowData } from '../queues/deliver-queue.ts';
+import { deliverQueueName, isBatchJobData, type DeliverJobData, type DeliverQueues, type DeliverRowData } from '../queues/deliver-queue.ts';
 import { basicAuth, DeviceCookies } from './auth.ts';
 import { ledgerApi } from './ledger-api.ts';
 import { noticesPage } from './notices-page.ts';
@@ -63,8 +63,21 @@ export function createDashboardApp(
 
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(`${base}/queues`);
+  const specs = new Map(channelQueueSpecs(config).map((spec) => [spec.channel, spec]));
   const adapters = queues.channelNames.flatMap((channel) =>
     queues.ofChannel(channel).map((queue) => {
+      // A channel's shared queue takes the kinds without a queue of their own; an app group's takes only its apps.
+      const spec = specs.get(channel);
+      const shared = spec && !spec.ownQueueKinds.some((kind) => queue.name.startsWith(deliverQueueName(channel, kind)));
+      const unsuffixed = spec && !spec.apps.some((app) => queue.name.endsWith(`.${app}`));
+      const kinds = spec?.ownQueueKinds.length ? ` (${spec.ownQueueKinds.join(', ')} have theirs)` : '';
+      const apps =
+        unsuffixed && spec.apps.length > 0
+          ? config.tencent_im.app_code
+            ? ` Its app is ${config.tencent_im.app_code} (tencent_im.app_code); ${spec.apps.join(', ')} have queues of their own.`
+            : ` No app uses it (${spec.apps.join(', ')} have queues of their own): only facts of apps this deployment does not serve pass through, on their way to failed UNKNOWN_APP; it stays empty.`
+          : '';
+      const role = `${shared ? ` The catch-all for kinds without a queue of their own${kinds}; it may stay empty.` : ''}${apps}`;
       // The board is for looking: every action on a job or a queue goes around the ledger (a retried job cannot revive
       // a failed row, edited data points at another event, a changed delay or priority reorders Tencent's quota), so
       // bull-board shows none of them (its readOnlyMode is per queue, all or nothing); operators requeue from the
@@ -72,7 +85,7 @@ export function createDashboardApp(
       const adapter = new BullMQAdapter(queue, {
         readOnlyMode: true,
         allowRetries: false,
-        description: `${channelModule(config, channel)?.description ?? channel}; job data is the ledger key only. Requeue failed events from Notices.`,
+        description: `${channelModule(config, channel)?.description ?? channel}; job data is the ledger key only. Requeue failed events from Notices.${role}`,
       });
       // Job data is only the ledger key (a batch job's: its rows' keys); show exactly that, whatever a future producer adds.
       adapter.setFormatter('data', (data: DeliverJobData) =>

@@ -80,7 +80,13 @@ describe('dashboard', () => {
     expect(ok.status).toBe(200);
     // Even when the dashboard may requeue, bull-board offers no job or queue action (edit, retry, add, clean…): they
     // all go around the ledger, so the board is for looking.
-    expect((await ok.json()).queues.every((q: { readOnlyMode: boolean }) => q.readOnlyMode)).toBe(true);
+    const board = (await ok.json()) as { queues: Array<{ name: string; readOnlyMode: boolean; description: string }> };
+    expect(board.queues.every((q) => q.readOnlyMode)).toBe(true);
+    // A queue that may stay empty says why (issue 47: "the always-empty catch-all queue").
+    const shared = board.queues.find((q) => q.name === 'deliver-tencent-im-c2c')!;
+    expect(shared.description).toMatch(/The catch-all for kinds without a queue of their own \(.*room_notice.*\); it may stay empty\./);
+    const own = board.queues.find((q) => q.name === 'deliver-tencent-im-c2c-room_notice')!;
+    expect(own.description).not.toMatch(/catch-all/);
   });
 
   it('finds events by event_id and user_id, lists failed rows with their error, requeues one', async () => {

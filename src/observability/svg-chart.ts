@@ -55,7 +55,9 @@ export function lineChartSvg(spec: ChartSpec): string {
   const hourTicks = spacedTicks(
     spec.slots.map((ms, i) => ({ ms, x: x(i) })).filter(({ ms }, k) => ms % 3_600_000 === 0 || k === 0),
     MIN_LABEL_GAP_PX,
-  ).map(({ ms, x: at }) => `<text x="${at.toFixed(1)}" y="${height - 18}" font-size="10" text-anchor="middle" fill="#627d98">${esc(spec.hourLabel(ms))}</text>`);
+  ).map(
+    ({ ms, x: at }) => `<text x="${at.toFixed(1)}" y="${height - 18}" font-size="10" text-anchor="middle" fill="#627d98">${esc(spec.hourLabel(ms))}</text>`,
+  );
   const legend = spec.series.map(
     (s, i) => `<text x="${pad.left + i * 120}" y="${height - 4}" font-size="11" fill="${esc(s.color)}">${s.dashed ? '- - ' : '— '}${esc(s.name)}</text>`,
   );
