@@ -259,6 +259,28 @@ program
   );
 
 program
+  .command('failures')
+  .description('what ended failed (or another status) across every user, grouped by error code with what to do, newest rows first')
+  .addOption(configOption())
+  .option('--status <status>', 'which status (failed, suppressed, expired, …)', 'failed')
+  .option('--since <when>', 'rows updated since: a duration ("1h") or an ISO time', '1h')
+  .option('--until <when>', 'rows updated before: a duration or an ISO time')
+  .option('--channel <channel>', 'only this channel')
+  .option('--kind <notice_kind>', 'only this notice kind')
+  .option('--source <source_name>', 'only this source')
+  .option('--app <app_code>', 'only this app')
+  .option('--code <error_code>', 'only this error code (90012, …)')
+  .option('--limit <n>', 'rows per page', '50')
+  .option('--after <token>', 'the next (older) page: the token the previous answer printed')
+  .addOption(outputOption())
+  .action(async (opts: { config?: string; output: string } & import('../src/ops/failures.ts').FailuresOptions) => {
+    const output = outputFormat(opts.output);
+    const { failuresCommand, failuresAsText } = await import('../src/ops/failures.ts');
+    const answer = await failuresCommand(loadConfig(opts.config), opts);
+    console.log(output === 'json' ? jsonForTerminal(answer) : failuresAsText(answer));
+  });
+
+program
   .command('audit')
   .description('operator actions (requeues from the dashboard or this CLI), newest first')
   .addOption(configOption())
@@ -354,6 +376,8 @@ program
   .option('--channel <channel>', 'only this channel (tencent_im_c2c, inbox, tencent_push, …)')
   .option('--user <user_id>', "only this user's rows")
   .option('--code <error_code>', 'only rows whose last error is this code (90012, …)')
+  .option('--kind <notice_kind>', 'only this notice kind')
+  .option('--app <app_code>', 'only this app')
   .option('--since <when>', 'only rows updated since: a duration ("2h") or an ISO time')
   .option('--until <when>', 'only rows updated before: a duration ("10m") or an ISO time')
   .option('--dry-run', 'count what would be requeued, change nothing', false)
@@ -367,6 +391,8 @@ program
       channel?: string;
       user?: string;
       code?: string;
+      kind?: string;
+      app?: string;
       since?: string;
       until?: string;
       dryRun: boolean;

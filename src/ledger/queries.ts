@@ -12,6 +12,10 @@ export interface FailedFilter {
   errorCode?: string;
   /** Only rows updated before this. */
   untilMs?: number;
+  /** Only this notice kind's rows. */
+  noticeKind?: string;
+  /** Only this app's rows. */
+  appCode?: string;
 }
 
 export interface FailedCursor extends LedgerKey {
@@ -109,6 +113,60 @@ export class LedgerQueries {
     };
   }
 
+  /**
+   * Rows in a status across every user, grouped by channel and last error code, largest group first: a range of
+   * idx_nde_status_updated, counted up to `cap` rows (then the counts are a floor and `capped` says so).
+   */
+  async statusGroups(
+    status: DeliveryStatus,
+    filter: FailedFilter,
+    cap = 100_000,
+  ): Promise<{ groups: Array<{ channel: string; code: string | null; count: number; latestMs: number }>; capped: boolean }> {
+    const { where, params } = filterWhere(filter, ['status = ?'], [status]);
+    const [rows] = await this.pool.query<RowDataPacket[]>(
+      `SELECT channel, last_error_code AS code, COUNT(*) AS n, MAX(updated_at_ms) AS latest FROM (
+         SELECT channel, last_error_code, updated_at_ms FROM notice_delivery_events FORCE INDEX (idx_nde_status_updated)
+          WHERE ${where.join(' AND ')} ORDER BY updated_at_ms DESC LIMIT ?) t
+        GROUP BY channel, last_error_code ORDER BY n DESC, latest DESC`,
+      [...params, cap],
+    );
+    const groups = rows.map((r) => ({
+      channel: String(r.channel),
+      code: r.code === null ? null : String(r.code),
+      count: Number(r.n),
+      latestMs: Number(r.latest),
+    }));
+    return { groups, capped: groups.reduce((n, g) => n + g.count, 0) >= cap };
+  }
+
+  /** Rows in a status across every user, newest first, keyset-paged after `before` (idx_nde_status_updated). */
+  async statusNewestFirst(
+    status: DeliveryStatus,
+    filter: FailedFilter,
+    before: FailedCursor | null,
+    limit: number,
+  ): Promise<{ rows: LedgerRow[]; next: FailedCursor | null }> {
+    const { where, params } = filterWhere(filter, ['status = ?'], [status]);
+    if (before) {
+      where.push('(updated_at_ms, source_name, app_code, source_event_id, channel) < (?, ?, ?, ?, ?)');
+      params.push(before.updatedAtMs, before.sourceName, before.appCode, before.sourceEventId, before.channel);
+    }
+    const [rows] = await this.pool.query<RowDataPacket[]>(
+      `SELECT * FROM notice_delivery_events FORCE INDEX (idx_nde_status_updated) WHERE ${where.join(' AND ')}
+        ORDER BY updated_at_ms DESC, source_name DESC, app_code DESC, source_event_id DESC, channel DESC LIMIT ?`,
+      [...params, limit],
+    );
+    const page = rows.map(toLedgerRow);
+    const last = page[page.length - 1];
+    return {
+      rows: page,
+      next:
+        last && page.length === limit
+          ? { updatedAtMs: last.updatedAtMs, sourceName: last.sourceName, appCode: last.appCode, sourceEventId: last.sourceEventId, channel: last.channel }
+          : null,
+    };
+  }
+
   /** idx_nde_status_updated, newest first; `before` pages by updated_at_ms. */
   async byStatus(
     status: DeliveryStatus,
@@ -151,6 +209,14 @@ function filterWhere(filter: FailedFilter, where: string[], params: unknown[]): 
   if (filter.errorCode !== undefined) {
     where.push('last_error_code = ?');
     params.push(filter.errorCode);
+  }
+  if (filter.noticeKind !== undefined) {
+    where.push('notice_kind = ?');
+    params.push(filter.noticeKind);
+  }
+  if (filter.appCode !== undefined) {
+    where.push('app_code = ?');
+    params.push(filter.appCode);
   }
   return { where, params };
 }

@@ -52,7 +52,7 @@ interface Resources {
  * MySQL (checked at once, 3 s) and, only for commands that touch queues, Redis (checked when first asked, 3 s): a
  * server that is down is one line naming it, never a hang or a stack trace.
  */
-async function withResources<T>(config: NoticeConfig, work: (r: Resources) => Promise<T>): Promise<T> {
+export async function withResources<T>(config: NoticeConfig, work: (r: Resources) => Promise<T>): Promise<T> {
   const pool = createMysqlPool(config.mysql.url, 2, { connectTimeout: REACH_MS });
   let opened: { redis: ReturnType<typeof createRedis>; queues: DeliverQueues } | null = null;
   let redisDown: string | null = null;
@@ -133,6 +133,8 @@ export interface RequeueCommand {
   until?: string;
   user?: string;
   code?: string;
+  kind?: string;
+  app?: string;
   dryRun: boolean;
   /** Called with the number of rows the run would take, before it changes anything; false stops it (nothing changed). */
   confirm?: (matched: number) => Promise<boolean>;
@@ -154,6 +156,7 @@ export async function requeueCommand(
     options.source,
     sourceModules(config).map((m) => m.sourceName),
   );
+  oneOf('--kind', options.kind, noticeKindsOf(config));
   const filter = {
     sourceName: options.source,
     channel: options.channel,
@@ -161,6 +164,8 @@ export async function requeueCommand(
     untilMs: options.until ? parseSince(options.until, Date.now(), '--until') : undefined,
     userId: options.user,
     errorCode: options.code,
+    noticeKind: options.kind,
+    appCode: options.app,
   };
   const policyFor = sourcePolicy(config);
   const detail = {
@@ -171,6 +176,8 @@ export async function requeueCommand(
     ...(options.until ? { until: options.until } : {}),
     ...(options.user ? { user: options.user } : {}),
     ...(options.code ? { code: options.code } : {}),
+    ...(options.kind ? { kind: options.kind } : {}),
+    ...(options.app ? { app: options.app } : {}),
   };
   return withResources(config, async ({ pool, queues: needQueues }) => {
     // A dry run only counts rows in MySQL: it works with Redis down (a real one checks Redis before asking).
@@ -355,11 +362,11 @@ export async function revokeCommand(config: NoticeConfig, options: RevokeCommand
 }
 
 /** A filter that can only match one of these values: anything else is a usage error naming them (not "no match"). */
-function oneOf(option: string, value: string | undefined, valid: readonly string[]): void {
+export function oneOf(option: string, value: string | undefined, valid: readonly string[]): void {
   if (value !== undefined && !valid.includes(value)) throw new RoleConfigError(`${option} must be one of ${valid.join(', ')}, got "${value}"`);
 }
 
 /** Every notice kind this deployment's sources produce. */
-function noticeKindsOf(config: NoticeConfig): string[] {
+export function noticeKindsOf(config: NoticeConfig): string[] {
   return [...new Set(sourceModules(config).flatMap((m) => m.noticeKinds))];
 }

@@ -1,0 +1,108 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
+import { balanceChanged, insertWalletRows, ledgerStatusCounts } from './helpers/outbox.ts';
+import { activityEvent, insertActivityRows } from './helpers/activity.ts';
+import { startPipeline } from './helpers/pipeline.ts';
+import { spawnNotice } from './helpers/spawn.ts';
+import type { NoticeProcess } from '../cli/run-roles.ts';
+
+/** "What failed in the last hour, and why" across every user: `notice-service failures` (issue 47 §1). */
+let env: TestEnv | undefined;
+let proc: NoticeProcess | undefined;
+afterEach(async () => {
+  await proc?.stop();
+  await env?.close();
+  proc = env = undefined;
+});
+
+const cli = async (args: string[]) => {
+  const p = spawnNotice([...args, '--config', env!.configFile]);
+  const code = await p.exited;
+  return { code, out: p.output() };
+};
+const json = (out: string) => JSON.parse(out.slice(out.indexOf('{')));
+
+describe('notice-service failures', () => {
+  it('groups every user’s failures by channel and code with what to do, pages the rows newest first, and prints the requeue for exactly them', async () => {
+    env = await createTestEnv({
+      activity_notice_worker: { enabled: true, poll_interval: '50ms', lock_ttl: '3s', gap_grace: '5s', max_retry_count: 3 },
+      tencent_push: { enabled: true, batch_linger: '0ms' },
+    });
+    // 12 wallet users of whom 5 were never imported (C2C 90012); 6 activity users, 4 of them unknown to push (70107).
+    const walletUsers = Array.from({ length: 12 }, (_, i) => String(71_000 + i));
+    const activityUsers = Array.from({ length: 6 }, (_, i) => String(72_000 + i));
+    env.fakeIm.setFaults({ not_imported: walletUsers.slice(0, 5) });
+    env.fakeIm.setPushFaults({ not_imported: activityUsers.slice(0, 4) });
+    await insertWalletRows(
+      env.owner,
+      env.config.wallet_database,
+      walletUsers.map((user, i) => ({ ...balanceChanged(i + 1), user_id: user, event_id: `fl_${i}` })),
+    );
+    await insertActivityRows(
+      env.owner,
+      env.config.activity_database,
+      activityUsers.map((user, i) => ({ ...activityEvent(i + 1), user_id: user })),
+    );
+    proc = await startPipeline(env.config);
+    // 12 + 6 C2C, 6 pushes: 24 rows, 9 failed.
+    await waitFor(
+      () => ledgerStatusCounts(env!.notice),
+      (c) => (c.delivered ?? 0) + (c.failed ?? 0) === 24,
+      30_000,
+      'every row final',
+    );
+
+    const text = await cli(['failures']);
+    expect(text.code, text.out).toBe(0);
+    expect(text.out).toMatch(/^9 failed rows \(times in UTC\)$/m);
+    expect(text.out).toMatch(/^ +5 {2}tencent_im_c2c {2}90012 {2}last .*$/m);
+    expect(text.out).toMatch(/^ +4 {2}tencent_push {2}70107 {2}last .*$/m);
+    expect(text.out).toMatch(/what to do: /);
+    expect(text.out).toContain('requeue exactly these: notice-service requeue --status failed --since 1h');
+
+    const first = await cli(['failures', '--limit', '4', '--output', 'json']);
+    expect(first.code, first.out).toBe(0);
+    const page1 = json(first.out);
+    expect(page1.groups.map((g: any) => `${g.channel}:${g.code}:${g.count}`)).toEqual(['tencent_im_c2c:90012:5', 'tencent_push:70107:4']);
+    expect(page1.groups[0].action).toEqual(expect.any(String));
+    expect(page1.rows).toHaveLength(4);
+    const seen = new Set<string>(page1.rows.map((r: any) => `${r.event_id}/${r.channel}`));
+    let next = page1.next as string | null;
+    while (next) {
+      const page = json((await cli(['failures', '--limit', '4', '--after', next, '--output', 'json'])).out);
+      for (const r of page.rows) seen.add(`${r.event_id}/${r.channel}`);
+      next = page.next;
+    }
+    expect(seen.size).toBe(9); // every failed row once over the pages, across users
+
+    const push = json((await cli(['failures', '--channel', 'tencent_push', '--kind', 'activity_notice', '--output', 'json'])).out);
+    expect(push.rows.map((r: any) => r.user_id).sort()).toEqual(activityUsers.slice(0, 4));
+    expect(push.requeue).toBe('notice-service requeue --status failed --since 1h --channel tencent_push --kind activity_notice');
+    // "Requeue these" is that line: its dry run matches exactly the rows shown.
+    const dry = await cli([
+      'requeue',
+      '--status',
+      'failed',
+      '--since',
+      '1h',
+      '--channel',
+      'tencent_push',
+      '--kind',
+      'activity_notice',
+      '--dry-run',
+      '--output',
+      'json',
+    ]);
+    expect(json(dry.out)).toMatchObject({ matched: 4, requeued: 0, dry_run: true });
+
+    for (const [args, message] of [
+      [['failures', '--status', 'lost'], /--status must be one of .*failed.*, got "lost"/],
+      [['failures', '--after', 'nonsense'], /--after must be the "next" token/],
+      [['failures', '--kind', 'wallet'], /--kind must be one of/],
+    ] as const) {
+      const r = await cli([...args]);
+      expect(r.code, r.out).toBe(2);
+      expect(r.out).toMatch(message);
+    }
+  }, 180_000);
+});
