@@ -20,6 +20,9 @@ import { basicAuth, DeviceCookies } from './auth.ts';
 import { ledgerApi } from './ledger-api.ts';
 import { noticesPage } from './notices-page.ts';
 import { errorsPage, timelinePage } from './timeline-page.ts';
+import { failuresPage } from './failures-page.ts';
+import { failuresApi } from './failures-api.ts';
+import { sourceModules } from '../src/notices/sources.ts';
 import { timelineApi } from './timeline-api.ts';
 import { chartsRouter } from './charts.ts';
 import { PipelineSampler } from './pipeline-sampler.ts';
@@ -193,6 +196,27 @@ export function createDashboardApp(
     }),
   );
   app.get(`${base}/timeline`, send(withBanner(timeline)));
+  app.use(
+    `${base}/api/failures`,
+    failuresApi({ pool, config, queues, readOnly: settings.read_only, maxRetryFor: (source) => policyFor(source).maxRetryCount }),
+  );
+  app.get(
+    `${base}/failures`,
+    send(
+      withBanner(
+        failuresPage({
+          base,
+          environment: settings.environment,
+          channels: channelModules(config).map((m) => m.name),
+          statuses: ['failed', ...DELIVERY_STATUSES.filter((s) => s !== 'failed')],
+          kinds: [...new Set(sourceModules(config).flatMap((m) => m.noticeKinds))],
+          sources: sourceModules(config).map((m) => m.sourceName),
+          zone,
+          readOnly: settings.read_only,
+        }),
+      ),
+    ),
+  );
   app.get(`${base}/errors`, send(withBanner(errorsPage({ base, environment: settings.environment }))));
   app.get(['/', base], (_req, res) => res.redirect(`${base}/queues`));
   app.use(errorHandler(logger));

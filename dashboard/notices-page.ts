@@ -43,7 +43,7 @@ export function noticesPage(options: {
  .tile b{display:block;font-size:20px} .tile span{color:#627d98;font-size:12px} .tile.bad b{color:#b00020}
 </style></head>
 <body>
-<header><strong>notice-service</strong><span class="env" id="env">${env}</span><a href="${escapeHtml(options.timelinePath)}">Timeline</a><span>Notices</span><a href="${escapeHtml(options.queuesPath)}">Queues (bull-board)</a><a href="${escapeHtml(options.errorsPath)}">Error codes</a>${options.readOnly ? '<span class="env" style="background:#7b8794">read-only</span>' : ''}</header>
+<header><strong>notice-service</strong><span class="env" id="env">${env}</span><a href="${escapeHtml(options.timelinePath)}">Timeline</a><a href="${escapeHtml(options.timelinePath.replace(/\/timeline$/, '/failures'))}">Failures</a><span>Notices</span><a href="${escapeHtml(options.queuesPath)}">Queues (bull-board)</a><a href="${escapeHtml(options.errorsPath)}">Error codes</a>${options.readOnly ? '<span class="env" style="background:#7b8794">read-only</span>' : ''}</header>
 <main>
  <section id="glance" aria-label="last hour at a glance"></section>
  <section id="charts" aria-label="the last hours">${[...options.channels.map((c) => `${options.chartsPath}/outcomes/${encodeURIComponent(c)}.svg`), `${options.chartsPath}/queues.svg`, `${options.chartsPath}/pending-age.svg`].map((src) => `<img src="${escapeHtml(src)}" alt="chart" loading="lazy">`).join('')}</section>

@@ -9,7 +9,7 @@ interface PageOptions {
   zone: string;
 }
 
-const STYLE = `
+export const STYLE = `
  body{font-family:system-ui,sans-serif;margin:0;color:#1f2933}
  header{display:flex;flex-wrap:wrap;gap:12px 16px;align-items:center;padding:12px 16px;background:#102a43;color:#fff}
  header a{color:#bcccdc} .env{padding:2px 8px;border-radius:4px;font-size:12px}
@@ -27,10 +27,10 @@ const STYLE = `
  table{border-collapse:collapse} td,th{border-bottom:1px solid #d9e2ec;padding:6px;text-align:left;vertical-align:top;font-size:13px}
 `;
 
-function header(options: Pick<PageOptions, 'base' | 'environment'>, current: string): string {
+export function header(options: Pick<PageOptions, 'base' | 'environment'>, current: string): string {
   const env = escapeHtml(options.environment.label);
   const link = (path: string, text: string) => (text === current ? `<span>${text}</span>` : `<a href="${escapeHtml(options.base + path)}">${text}</a>`);
-  return `<header><strong>notice-service</strong><span class="env" style="background:${escapeHtml(options.environment.color)}">${env}</span>${link('/timeline', 'Timeline')}${link('/notices', 'Notices')}${link('/queues', 'Queues (bull-board)')}${link('/errors', 'Error codes')}</header>`;
+  return `<header><strong>notice-service</strong><span class="env" style="background:${escapeHtml(options.environment.color)}">${env}</span>${link('/timeline', 'Timeline')}${link('/failures', 'Failures')}${link('/notices', 'Notices')}${link('/queues', 'Queues (bull-board)')}${link('/errors', 'Error codes')}</header>`;
 }
 
 /**

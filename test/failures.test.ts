@@ -106,3 +106,66 @@ describe('notice-service failures', () => {
     }
   }, 180_000);
 });
+
+describe('the Failures page', () => {
+  it('shows every user’s failures by code with what to do, filters by a click, and requeues exactly the filter after a confirmation', async () => {
+    const { launchChromium } = await import('./helpers/browser.ts');
+    env = await createTestEnv({ dashboard: { port: 0, auth: { username: 'ops', password: 'failures-page-pass' } } });
+    const users = Array.from({ length: 8 }, (_, i) => String(73_000 + i));
+    env.fakeIm.setFaults({ not_imported: users.slice(0, 3) });
+    await insertWalletRows(
+      env.owner,
+      env.config.wallet_database,
+      users.map((user, i) => ({ ...balanceChanged(i + 1), user_id: user, event_id: `fp_${i}` })),
+    );
+    proc = await startPipeline(env.config, ['ingest', 'deliver', 'dashboard']);
+    await waitFor(
+      () => ledgerStatusCounts(env!.notice),
+      (c) => c.delivered === 5 && c.failed === 3,
+      30_000,
+      '5 delivered, 3 failed',
+    );
+    const browser = await launchChromium();
+    try {
+      const context = await browser.newContext({ httpCredentials: { username: 'ops', password: 'failures-page-pass' } });
+      const page = await context.newPage();
+      await page.goto(`http://127.0.0.1:${proc.dashboard!.port}/admin/failures`);
+      const group = page.locator('#groups tbody tr').first();
+      await group.waitFor({ timeout: 20_000 });
+      expect(await group.locator('td').allTextContents()).toEqual([
+        '3',
+        'tencent_im_c2c',
+        '90012',
+        expect.any(String),
+        expect.stringMatching(/./),
+        expect.stringMatching(/./),
+      ]);
+      expect(await page.locator('#rows tbody tr').count()).toBe(3);
+      await expect(page.locator('#summary').textContent()).resolves.toMatch(/^3 failed rows since 1h/);
+      // The code is a link to the same question narrowed to it.
+      await group.locator('a').click();
+      await page.waitForURL(/code=90012/);
+      const button = page.locator('#requeue');
+      await button.waitFor({ state: 'visible', timeout: 20_000 });
+      expect(await button.textContent()).toBe('Requeue these 3');
+      env.fakeIm.setFaults({});
+      // A dismissed confirmation changes nothing; an accepted one requeues exactly the three.
+      page.once('dialog', (d) => void d.dismiss());
+      await button.click();
+      expect((await ledgerStatusCounts(env.notice)).failed).toBe(3);
+      page.once('dialog', (d) => void d.accept());
+      await button.click();
+      await page.locator('#requeue-status').filter({ hasText: 'requeued 3 of 3' }).waitFor({ timeout: 20_000 });
+      await waitFor(
+        () => ledgerStatusCounts(env!.notice),
+        (c) => c.delivered === 8,
+        30_000,
+        'the three delivered after the requeue',
+      );
+      const [actions] = await env.notice.query<any[]>("SELECT via, action, matched, affected FROM notice_operator_actions WHERE via = 'dashboard'");
+      expect(actions).toEqual([expect.objectContaining({ via: 'dashboard', action: 'requeue_failed', matched: 3, affected: 3 })]);
+    } finally {
+      await browser.close();
+    }
+  }, 180_000);
+});

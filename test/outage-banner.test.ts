@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
-import { launchChromium } from './helpers/browser.ts';
+import { launchChromium, SCREENSHOT_DIR } from './helpers/browser.ts';
+import { mkdirSync } from 'node:fs';
 import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { startPipeline } from './helpers/pipeline.ts';
 import { PrivateRedis } from './helpers/redis-server.ts';
@@ -47,7 +48,8 @@ describe('an outage is obvious on every dashboard page', () => {
         /^Redis unreachable since \d\d:\d\d:\d\d UTC: the queue board is empty and sends wait .* the Notices and Timeline pages still work$/,
       );
     }
-    await pages[0]!.page.screenshot({ path: join(process.cwd(), 'docs', 'outage-banner.png') });
+    mkdirSync(SCREENSHOT_DIR, { recursive: true });
+    await pages[0]!.page.screenshot({ path: join(SCREENSHOT_DIR, 'outage-banner.png') }); // docs/outage-banner.png is a copy
     const board = await context.request.get(`${base}/queues`, { headers: { accept: 'text/html' } });
     expect(board.status()).toBe(503);
     expect(await board.text()).toContain('The queue board reads everything from Redis');

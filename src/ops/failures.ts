@@ -1,4 +1,5 @@
 import type { NoticeConfig } from '../config/schema.ts';
+import type { Pool } from '../platform/mysql.ts';
 import { channelNames } from '../channels/registry.ts';
 import { sourceModules } from '../notices/sources.ts';
 import { LedgerQueries, type FailedCursor, type FailedFilter } from '../ledger/queries.ts';
@@ -52,6 +53,11 @@ export interface FailuresAnswer {
 const GROUP_CAP = 100_000;
 
 export async function failuresCommand(config: NoticeConfig, options: FailuresOptions): Promise<FailuresAnswer> {
+  return withResources(config, ({ pool }) => failuresQuery(pool, config, options));
+}
+
+/** The filter these options name, checked (a usage error names the valid values). */
+export function failuresFilter(config: NoticeConfig, options: Omit<FailuresOptions, 'limit'>): { status: DeliveryStatus; filter: FailedFilter; since: string } {
   const status = (options.status ?? 'failed') as DeliveryStatus;
   oneOf('--status', status, DELIVERY_STATUSES);
   oneOf('--channel', options.channel, channelNames(config));
@@ -61,8 +67,6 @@ export async function failuresCommand(config: NoticeConfig, options: FailuresOpt
     options.source,
     sourceModules(config).map((m) => m.sourceName),
   );
-  const limit = Number(options.limit);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new RoleConfigError(`--limit must be an integer from 1 to 1000, got "${options.limit}"`);
   const since = options.since ?? '1h';
   const filter: FailedFilter = {
     sinceMs: parseSince(since),
@@ -73,45 +77,51 @@ export async function failuresCommand(config: NoticeConfig, options: FailuresOpt
     appCode: options.app,
     errorCode: options.code,
   };
+  return { status, filter, since };
+}
+
+/** The answer, from the ledger (the CLI and the dashboard's failures page). */
+export async function failuresQuery(pool: Pool, config: NoticeConfig, options: FailuresOptions): Promise<FailuresAnswer> {
+  const { status, filter, since } = failuresFilter(config, options);
+  const limit = Number(options.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new RoleConfigError(`--limit must be an integer from 1 to 1000, got "${options.limit}"`);
   const after = options.after ? decodeAfter(options.after) : null;
   const zone = config.display.time_zone;
-  return withResources(config, async ({ pool }) => {
-    const queries = new LedgerQueries(pool);
-    const [{ groups, capped }, page] = await Promise.all([
-      queries.statusGroups(status, filter, GROUP_CAP),
-      queries.statusNewestFirst(status, filter, after, limit),
-    ]);
-    return {
-      zone,
-      status,
-      groups: groups.map((g) => {
-        const guide = errorGuideFor(g.code);
-        return {
-          channel: g.channel,
-          code: g.code,
-          count: g.count,
-          latest: formatTime(g.latestMs, zone),
-          meaning: guide?.title ?? null,
-          action: guide?.action ?? null,
-        };
-      }),
-      capped,
-      rows: page.rows.map((r) => ({
-        updated: formatTime(r.updatedAtMs, zone),
-        source: r.sourceName,
-        app: r.appCode,
-        event_id: r.sourceEventId,
-        channel: r.channel,
-        user_id: r.userId,
-        kind: r.noticeKind,
-        attempts: r.attemptCount,
-        code: r.lastErrorCode,
-        error: r.lastError,
-      })),
-      next: page.next ? encodeAfter(page.next) : null,
-      requeue: status === 'failed' ? requeueLine(options, since) : null,
-    };
-  });
+  const queries = new LedgerQueries(pool);
+  const [{ groups, capped }, page] = await Promise.all([
+    queries.statusGroups(status, filter, GROUP_CAP),
+    queries.statusNewestFirst(status, filter, after, limit),
+  ]);
+  return {
+    zone,
+    status,
+    groups: groups.map((g) => {
+      const guide = errorGuideFor(g.code);
+      return {
+        channel: g.channel,
+        code: g.code,
+        count: g.count,
+        latest: formatTime(g.latestMs, zone),
+        meaning: guide?.title ?? null,
+        action: guide?.action ?? null,
+      };
+    }),
+    capped,
+    rows: page.rows.map((r) => ({
+      updated: formatTime(r.updatedAtMs, zone),
+      source: r.sourceName,
+      app: r.appCode,
+      event_id: r.sourceEventId,
+      channel: r.channel,
+      user_id: r.userId,
+      kind: r.noticeKind,
+      attempts: r.attemptCount,
+      code: r.lastErrorCode,
+      error: r.lastError,
+    })),
+    next: page.next ? encodeAfter(page.next) : null,
+    requeue: status === 'failed' ? requeueLine(options, since) : null,
+  };
 }
 
 /** The requeue command with the same filters: what "requeue these" means, to the row. */
