@@ -118,6 +118,7 @@ $('search').addEventListener('submit', async (e) => {
 $('requeue').addEventListener('click', async () => {
   const keys = [...document.querySelectorAll('#failed input:checked')].map((cb) => current[cb.dataset.index]).map((r) => ({ source_name: r.source_name, app_code: r.app_code, source_event_id: r.source_event_id, channel: r.channel }));
   if (!keys.length) { $('status').textContent = 'select rows first'; return; }
+  if (!confirm('Requeue ' + keys.length + ' failed row' + (keys.length === 1 ? '' : 's') + '? ' + keys.map((k) => k.source_event_id).slice(0, 5).join(', ') + (keys.length > 5 ? ', …' : ''))) { $('status').textContent = 'nothing changed'; return; }
   try {
     const result = await api('/requeue', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ keys }) });
     loadAudit().catch(() => undefined);

@@ -66,8 +66,19 @@ describe('dashboard in a real browser', () => {
 
     env.fakeIm.setFaults({});
     await row.locator('input[type=checkbox]').check();
+    // The page asks first, with the count; a dismissed question changes nothing.
+    page.once('dialog', (dialog) => void dialog.dismiss());
+    await page.locator('#requeue').click();
+    await page.locator('#status').filter({ hasText: 'nothing changed' }).waitFor({ timeout: 10_000 });
+    expect((await ledgerStatusCounts(env.notice)).failed).toBe(1);
+    let asked = '';
+    page.once('dialog', (dialog) => {
+      asked = dialog.message();
+      void dialog.accept();
+    });
     await page.locator('#requeue').click();
     await page.getByRole('status').filter({ hasText: 'requeued 1' }).waitFor({ timeout: 10_000 });
+    expect(asked).toBe('Requeue 1 failed row? tx_2:WalletBalanceChanged:10002:COIN');
     await waitFor(
       async () => env!.fakeIm.delivered().filter((m) => m.toAccount === '10002').length,
       (n) => n === 1,
