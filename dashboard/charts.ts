@@ -1,6 +1,6 @@
 import express, { type Request, type Response } from 'express';
 import type { Pool } from 'mysql2/promise';
-import { outcomesPerMinute } from '../src/ledger/queries.ts';
+import { failuresPerMinute, outcomesPerMinute } from '../src/ledger/queries.ts';
 import { lineChartSvg } from '../src/observability/svg-chart.ts';
 import { formatTime } from '../src/platform/clock.ts';
 import type { PipelineSampler } from './pipeline-sampler.ts';
@@ -27,7 +27,10 @@ export function chartsRouter(deps: {
   const outcomes = (hours: number, sinceMs: number) => {
     const hit = cache.get(hours);
     if (hit && Date.now() - hit.atMs < 30_000) return hit.rows;
-    const rows = outcomesPerMinute(deps.pool, ['delivered', 'failed', 'superseded'], sinceMs);
+    // Delivered and superseded are final for good; failures are counted when they happened (a requeue moves the row).
+    const rows = Promise.all([outcomesPerMinute(deps.pool, ['delivered', 'superseded'], sinceMs), failuresPerMinute(deps.pool, sinceMs)]).then(
+      ([final, failed]) => [...final, ...failed.map((f) => ({ ...f, status: 'failed' as const }))],
+    );
     cache.set(hours, { atMs: Date.now(), rows });
     rows.catch(() => cache.delete(hours));
     return rows;

@@ -162,6 +162,13 @@ describe('the Failures page', () => {
         30_000,
         'the three delivered after the requeue',
       );
+      // The chart counts the three failures in the minute they happened, though their rows are delivered now.
+      const svg = await (await context.request.get(`http://127.0.0.1:${proc.dashboard!.port}/admin/charts/outcomes/tencent_im_c2c.svg?hours=1`)).text();
+      const failedYs = /data-series="failed"[^>]*points="([^"]+)"/
+        .exec(svg)![1]!
+        .split(' ')
+        .map((p) => Number(p.split(',')[1]));
+      expect(failedYs.filter((y) => y < 144).length).toBeGreaterThanOrEqual(1); // above the zero line (y 144)
       const [actions] = await env.notice.query<any[]>("SELECT via, action, matched, affected FROM notice_operator_actions WHERE via = 'dashboard'");
       expect(actions).toEqual([expect.objectContaining({ via: 'dashboard', action: 'requeue_failed', matched: 3, affected: 3 })]);
     } finally {

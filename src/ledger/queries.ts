@@ -241,3 +241,29 @@ export async function outcomesPerMinute(
   }
   return out;
 }
+
+/**
+ * Failures per channel and minute as they happened: the delivery history's `failed` and `poison` entries (a row
+ * requeued and delivered since keeps its failure in the minute it failed), plus rows failed where no deliver
+ * worker ever claimed them (refused at intake), from the ledger. idx_ndh_at and idx_nde_status_updated.
+ */
+export async function failuresPerMinute(pool: Pool, sinceMs: number): Promise<Array<{ channel: string; minuteMs: number; count: number }>> {
+  const [history] = await pool.query<RowDataPacket[]>(
+    `SELECT channel, FLOOR(at_ms / 60000) AS m, COUNT(*) AS n FROM notice_delivery_history FORCE INDEX (idx_ndh_at)
+      WHERE at_ms >= ? AND event IN ('failed', 'poison') GROUP BY channel, m`,
+    [sinceMs],
+  );
+  const [unclaimed] = await pool.query<RowDataPacket[]>(
+    `SELECT channel, FLOOR(updated_at_ms / 60000) AS m, COUNT(*) AS n FROM notice_delivery_events FORCE INDEX (idx_nde_status_updated)
+      WHERE status = 'failed' AND updated_at_ms >= ? AND claim_count = 0 GROUP BY channel, m`,
+    [sinceMs],
+  );
+  const counts = new Map<string, { channel: string; minuteMs: number; count: number }>();
+  for (const r of [...history, ...unclaimed]) {
+    const key = `${r.channel}\u0000${r.m}`;
+    const entry = counts.get(key) ?? { channel: String(r.channel), minuteMs: Number(r.m) * 60_000, count: 0 };
+    entry.count += Number(r.n);
+    counts.set(key, entry);
+  }
+  return [...counts.values()];
+}
