@@ -28,7 +28,7 @@ export class DashboardRole implements Role {
     if (config.dashboard.auth.enabled && config.dashboard.auth.password === '') {
       throw new RoleConfigError('dashboard refuses to start: dashboard.auth.password is empty (set it, e.g. from ${DASHBOARD_PASSWORD})');
     }
-    this.sampler = new PipelineSampler(pool, queues, logger, config.dashboard.chart_sample_interval);
+    this.sampler = new PipelineSampler(pool, queues, logger, config.dashboard.chart_sample_interval, 6 * 3_600_000, `${config.redis.prefix}:dashboard:samples`);
     this.watch = backendWatch(pool, queues);
   }
 

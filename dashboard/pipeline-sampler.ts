@@ -13,8 +13,8 @@ export interface PipelineSample {
 
 /**
  * Samples what the charts show over time that the ledger does not keep — queue depth per channel and the oldest
- * pending row's age — every `everyMs` into a ring of the last `keepMs`. In memory: a restarted dashboard starts a new
- * picture (the per-minute outcomes come from the ledger and survive).
+ * pending row's age — every `everyMs` into a ring of the last `keepMs`, kept in Redis too (a sorted set by time under
+ * the deployment's prefix), so a restarted dashboard draws the hours before its start (issue 47 §2).
  */
 export class PipelineSampler {
   readonly samples: PipelineSample[] = [];
@@ -26,7 +26,18 @@ export class PipelineSampler {
     private readonly logger: Logger,
     private readonly everyMs = 30_000,
     private readonly keepMs = 6 * 3_600_000,
+    /** Where the samples outlive the process: `<prefix>:dashboard:samples`; none keeps them in memory only. */
+    private readonly storeKey: string | null = null,
   ) {}
+
+  /** The samples of the last `keepMs` that an earlier run (or another dashboard) stored, before the first new one. */
+  async restore(nowMs = Date.now()): Promise<void> {
+    if (!this.storeKey) return;
+    const stored = await this.queues.connection.zrangebyscore(this.storeKey, nowMs - this.keepMs, '+inf');
+    const earlier = stored.map((text) => JSON.parse(text) as PipelineSample).filter((s) => !this.samples.some((mine) => mine.atMs === s.atMs));
+    this.samples.unshift(...earlier);
+    this.samples.sort((a, b) => a.atMs - b.atMs);
+  }
 
   start(): void {
     const tick = () => {
@@ -36,7 +47,11 @@ export class PipelineSampler {
           if (this.timer) this.timer = setTimeout(tick, this.everyMs);
         });
     };
-    this.timer = setTimeout(tick, 0);
+    this.timer = setTimeout(() => {
+      void this.restore()
+        .catch((err) => this.logger.warn({ err: describeError(err) }, 'earlier chart samples not read from Redis; the charts start now'))
+        .finally(tick);
+    }, 0);
   }
 
   stop(): void {
@@ -56,6 +71,13 @@ export class PipelineSampler {
     const sample = { atMs: nowMs, queued, oldestPendingMs: pending[0] ? Math.max(0, nowMs - Number(pending[0].updated_at_ms)) : null };
     this.samples.push(sample);
     while (this.samples.length > 0 && this.samples[0]!.atMs < nowMs - this.keepMs) this.samples.shift();
+    if (this.storeKey)
+      await this.queues.connection
+        .multi()
+        .zadd(this.storeKey, nowMs, JSON.stringify(sample))
+        .zremrangebyscore(this.storeKey, '-inf', nowMs - this.keepMs)
+        .pexpire(this.storeKey, this.keepMs)
+        .exec();
     return sample;
   }
 }
