@@ -1,5 +1,6 @@
 /**
- * The ledger page: search by event_id / user_id, the failed list (newest first, paged), requeue of selected rows.
+ * The ledger page: the last hours at a glance, the failed list (newest first, paged), requeue of selected rows; finding
+ * an event or a user goes to the Timeline page.
  * Static HTML plus a little script against the JSON API; every value is inserted as text, never as HTML.
  */
 export function noticesPage(options: {
@@ -47,9 +48,8 @@ export function noticesPage(options: {
 <main>
  <section id="glance" aria-label="last hour at a glance"></section>
  <section id="charts" aria-label="the last hours">${[...options.channels.map((c) => `${options.chartsPath}/outcomes/${encodeURIComponent(c)}.svg`), `${options.chartsPath}/queues.svg`, `${options.chartsPath}/pending-age.svg`].map((src) => `<img src="${escapeHtml(src)}" alt="chart" loading="lazy">`).join('')}</section>
- <form id="search"><select id="kind"><option value="event_id">event_id</option><option value="user_id">user_id</option></select>
-  <input id="q" size="48" placeholder="tx_xxx:WalletBalanceChanged:10001:COIN" aria-label="search value"><button type="submit">Find</button></form>
- <section id="found"></section>
+ <form id="search" method="get" action="${escapeHtml(options.timelinePath)}" aria-label="find on the timeline"><input name="event_id" size="40" placeholder="event id: tx_xxx:WalletBalanceChanged:10001:COIN" aria-label="event id">
+  <input name="user_id" size="12" placeholder="or user id" aria-label="user id"><button type="submit">Find on the timeline</button></form>
  <h2>Failed deliveries <span class="muted" id="total"></span></h2>
  <div><select id="failed-channel" aria-label="channel"><option value="">every channel</option></select> <button id="requeue" ${options.readOnly ? 'disabled' : ''}>Requeue selected</button> <span id="status" role="status"></span></div>
  <div class="scroll"> <table id="failed"><thead><tr><th></th><th>updated</th><th>source</th><th>channel</th><th>app</th><th>event_id</th><th>user</th><th>type</th><th>attempts</th><th>code</th><th>error</th></tr></thead><tbody></tbody></table></div>
@@ -88,33 +88,6 @@ async function loadFailed() {
 }
 for (const c of CONFIG.channels) { const o = document.createElement('option'); o.value = c; o.textContent = c; $('failed-channel').append(o); }
 $('failed-channel').addEventListener('change', () => { page = 1; loadFailed(); });
-$('search').addEventListener('submit', async (e) => {
-  e.preventDefault();
-  const data = await api('?' + $('kind').value + '=' + encodeURIComponent($('q').value));
-  const out = $('found'); out.replaceChildren();
-  if (!data.rows.length) { out.textContent = 'nothing found'; return; }
-  const table = document.createElement('table');
-  for (const row of data.rows) {
-    const story = document.createElement('tr'); const cell = document.createElement('td'); cell.colSpan = 2;
-    const list = document.createElement('ol'); list.className = 'timeline'; list.setAttribute('aria-label', 'timeline of ' + row.source_event_id + ' over ' + row.channel);
-    for (const step of row.timeline || []) {
-      const li = document.createElement('li');
-      li.textContent = visible(when(step.at_ms) + '  ' + step.event + (step.actor ? ' by ' + step.actor : '') + (step.error_code ? '  ' + step.error_code : '') + (step.error ? ': ' + step.error : '') + (step.latency_ms != null ? '  (' + step.latency_ms + ' ms)' : ''));
-      list.append(li);
-    }
-    const show = document.createElement('button'); show.type = 'button'; show.textContent = 'show payload'; show.className = 'show-payload';
-    const shown = document.createElement('pre'); shown.className = 'payload';
-    show.addEventListener('click', async () => {
-      const q = new URLSearchParams({ source_name: row.source_name, app_code: row.app_code, source_event_id: row.source_event_id, channel: row.channel });
-      try { shown.textContent = (await api('/payload?' + q)).payload ?? '(no payload)'; } catch (err) { shown.textContent = 'could not load: ' + err.message; }
-    });
-    cell.append(list, show, shown); story.append(cell); table.append(story);
-    for (const [k, v] of Object.entries(row)) {
-      if (k === 'timeline') continue; const tr = document.createElement('tr'); tr.append(td(k), (() => { const c = document.createElement('td'); const p = document.createElement('pre'); p.textContent = k.endsWith('_ms') && v ? v + '  (' + when(v) + ')' : (v == null ? '' : visible(v)); c.append(p); return c; })()); table.append(tr); }
-    const sep = document.createElement('tr'); sep.append(td('')); table.append(sep);
-  }
-  out.append(table);
-});
 $('requeue').addEventListener('click', async () => {
   const keys = [...document.querySelectorAll('#failed input:checked')].map((cb) => current[cb.dataset.index]).map((r) => ({ source_name: r.source_name, app_code: r.app_code, source_event_id: r.source_event_id, channel: r.channel }));
   if (!keys.length) { $('status').textContent = 'select rows first'; return; }
