@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 CONFIG="${NOTICE_CONFIG:-configs/dev.yaml}"
 FAKE_IM_PORT="${FAKE_IM_PORT:-18080}"
 HTTP_PORT="${NOTICE_HTTP_PORT:-13109}"
+# Read by configs/dev.yaml too, so the banner below prints the port the dashboard really listens on.
+export NOTICE_DASHBOARD_PORT="${NOTICE_DASHBOARD_PORT:-13200}"
 
 if [ "${DEV_PRETTY:-1}" = 1 ] && [ -x node_modules/.bin/pino-pretty ]; then
   # One line per log record: time, level, role, event id when there is one, message; the rest of the record after it.
@@ -61,10 +63,10 @@ summary() {
 
 cat <<MSG
 pipeline running (Ctrl-C stops it):
-  dashboard   http://127.0.0.1:13200/admin/queues  and  /admin/notices
+  dashboard   http://127.0.0.1:${NOTICE_DASHBOARD_PORT}/admin/notices  failures /admin/failures  timeline /admin/timeline  queues /admin/queues
   fake-im     http://127.0.0.1:${FAKE_IM_PORT}/_fake/messages  and pushes  /_fake/pushes
   metrics     http://127.0.0.1:${HTTP_PORT}/metrics   readiness  /readyz
-  inbox API   127.0.0.1:${NOTICE_INBOX_API_PORT:-13010} (gRPC, plaintext on loopback; see docs/inbox-api.md)
+  inbox API   127.0.0.1:${NOTICE_INBOX_API_PORT:-13010} (gRPC, plaintext on loopback: npm run -s grpc -- --addr 127.0.0.1:${NOTICE_INBOX_API_PORT:-13010} list)
 MSG
 # Until any process exits (then everything stops: a dev loop with a dead part would mislead).
 wait -n

@@ -40,8 +40,7 @@ async function startDev() {
     config,
     readFileSync('configs/dev.yaml', 'utf8')
       .replace(/"hyapp_(wallet|room|activity)"/g, `"${id}_$1"`)
-      .replace('prefix: "{notice}"', `prefix: "{${id}}"`)
-      .replace('port: 13200', `port: ${dashboardPort}`),
+      .replace('prefix: "{notice}"', `prefix: "{${id}}"`),
   );
   const child = spawn('npm', ['run', 'dev'], {
     env: {
@@ -52,6 +51,7 @@ async function startDev() {
       FAKE_IM_PORT: String(fakeImPort),
       NOTICE_HTTP_PORT: String(httpPort),
       NOTICE_INBOX_API_PORT: String(inboxApiPort),
+      NOTICE_DASHBOARD_PORT: String(dashboardPort),
       DEV_SUMMARY_EVERY: '1',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -67,6 +67,7 @@ async function startDev() {
     FAKE_IM_PORT: String(fakeImPort),
     NOTICE_HTTP_PORT: String(httpPort),
     NOTICE_INBOX_API_PORT: String(inboxApiPort),
+    NOTICE_DASHBOARD_PORT: String(dashboardPort),
   };
   return { child, output: () => out, config, fakeImPort, dashboardPort, inboxApiPort, env };
 }
@@ -124,6 +125,12 @@ describe('npm run dev', () => {
       'the dashboard listening',
     );
     expect(processesOf(dev.config).length).toBeGreaterThanOrEqual(4);
+    // The banner names the dashboard's real address (NOTICE_DASHBOARD_PORT), not the default one.
+    expect(plain).toContain(`dashboard   http://127.0.0.1:${dev.dashboardPort}/admin/notices`);
+    // The README's failures command, as pasted.
+    const failures = spawnNotice(['failures', '--config', dev.config], dev.env);
+    expect(await failures.exited).toBe(0);
+    expect(failures.output()).toMatch(/^\d+\+? failed rows? \(times in /m);
     // The inbox API answers on loopback, as the README's first-five-minutes grpcurl dials it.
     // The demo gives the README's example user an item in its first batch.
     const inbox = new InboxService(`127.0.0.1:${dev.inboxApiPort}`, grpc.credentials.createInsecure());
