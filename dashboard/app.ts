@@ -22,6 +22,7 @@ import { noticesPage } from './notices-page.ts';
 import { errorsPage, timelinePage } from './timeline-page.ts';
 import { failuresPage } from './failures-page.ts';
 import { failuresApi } from './failures-api.ts';
+import { noticeKindsOf } from '../src/ops/cli-ops.ts';
 import { sourceModules } from '../src/notices/sources.ts';
 import { timelineApi } from './timeline-api.ts';
 import { chartsRouter } from './charts.ts';
@@ -209,7 +210,7 @@ export function createDashboardApp(
           environment: settings.environment,
           channels: channelModules(config).map((m) => m.name),
           statuses: ['failed', ...DELIVERY_STATUSES.filter((s) => s !== 'failed')],
-          kinds: [...new Set(sourceModules(config).flatMap((m) => m.noticeKinds))],
+          kinds: noticeKindsOf(config),
           sources: sourceModules(config).map((m) => m.sourceName),
           zone,
           readOnly: settings.read_only,

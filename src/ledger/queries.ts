@@ -102,15 +102,7 @@ export class LedgerQueries {
         ORDER BY updated_at_ms, source_name, app_code, source_event_id, channel LIMIT ?`,
       [...params, limit],
     );
-    const page = rows.map(toLedgerRow);
-    const last = page[page.length - 1];
-    return {
-      rows: page,
-      next:
-        last && page.length === limit
-          ? { updatedAtMs: last.updatedAtMs, sourceName: last.sourceName, appCode: last.appCode, sourceEventId: last.sourceEventId, channel: last.channel }
-          : null,
-    };
+    return keysetPage(rows.map(toLedgerRow), limit);
   }
 
   /**
@@ -156,15 +148,7 @@ export class LedgerQueries {
         ORDER BY updated_at_ms DESC, source_name DESC, app_code DESC, source_event_id DESC, channel DESC LIMIT ?`,
       [...params, limit],
     );
-    const page = rows.map(toLedgerRow);
-    const last = page[page.length - 1];
-    return {
-      rows: page,
-      next:
-        last && page.length === limit
-          ? { updatedAtMs: last.updatedAtMs, sourceName: last.sourceName, appCode: last.appCode, sourceEventId: last.sourceEventId, channel: last.channel }
-          : null,
-    };
+    return keysetPage(rows.map(toLedgerRow), limit);
   }
 
   /** idx_nde_status_updated, newest first; `before` pages by updated_at_ms. */
@@ -182,6 +166,18 @@ export class LedgerQueries {
     const [count] = await this.pool.query<RowDataPacket[]>(`SELECT COUNT(*) AS n FROM notice_delivery_events WHERE ${clause}`, params);
     return { rows: rows.map(toLedgerRow), total: Number(count[0]?.n ?? 0) };
   }
+}
+
+/** A page of rows in (updated_at_ms, key) order, and the cursor after its last row when it was full. */
+function keysetPage(page: LedgerRow[], limit: number): { rows: LedgerRow[]; next: FailedCursor | null } {
+  const last = page[page.length - 1];
+  return {
+    rows: page,
+    next:
+      last && page.length === limit
+        ? { updatedAtMs: last.updatedAtMs, sourceName: last.sourceName, appCode: last.appCode, sourceEventId: last.sourceEventId, channel: last.channel }
+        : null,
+  };
 }
 
 /** The operator filters (source, channel, updated since) as SQL conditions after the given ones. */
