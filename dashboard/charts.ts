@@ -9,7 +9,7 @@ const COLORS = ['#2f80ed', '#d64545', '#8d99ae', '#f0b429', '#27ab83', '#9446ed'
 
 /**
  * `GET /outcomes/<channel>.svg?hours=3`: delivered, failed and superseded per minute from the ledger, with the
- * channel's quota per minute dashed; `GET /queues.svg` and `/pending-age.svg` from the sampler. Server-rendered SVG.
+ * channel's quota per minute dashed when traffic comes within reach of it; `GET /queues.svg` and `/pending-age.svg` from the sampler. Server-rendered SVG.
  */
 export function chartsRouter(deps: {
   pool: Pool;
@@ -51,11 +51,10 @@ export function chartsRouter(deps: {
       { name: 'delivered', color: COLORS[0]!, values: seriesOf('delivered') },
       { name: 'failed', color: COLORS[1]!, values: seriesOf('failed') },
       { name: 'superseded', color: COLORS[2]!, values: seriesOf('superseded') },
-      ...(channel.rateLimitPerSecond && channel.quotaCountsNotices
-        ? [{ name: 'quota', color: '#829ab1', values: slots.map(() => channel.rateLimitPerSecond! * 60), dashed: true }]
-        : []),
     ];
-    send(res, lineChartSvg({ title: `${channel.name}: outcomes per minute`, slots, series, unit: '/min', hourLabel }));
+    const reference =
+      channel.rateLimitPerSecond && channel.quotaCountsNotices ? { name: 'quota', value: channel.rateLimitPerSecond * 60, color: '#829ab1' } : undefined;
+    send(res, lineChartSvg({ title: `${channel.name}: outcomes per minute`, slots, series, unit: '/min', hourLabel, reference }));
   });
 
   router.get('/queues.svg', (_req: Request, res: Response) => {

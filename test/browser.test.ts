@@ -24,6 +24,7 @@ describe('dashboard in a real browser', () => {
   it('an operator logs in, sees the queue and a failed event, requeues it, and it is delivered', async () => {
     env = await createTestEnv({
       dashboard: { port: 0, auth: { username: 'ops', password: 'browser-test-pass' }, environment: { label: 'staging', color: '#c05621' } },
+      tencent_im: { rate_limit_per_second: 200 }, // Tencent's default quota, so the charts have one to place
     });
     env.fakeIm.setFaults({ not_imported: ['10002'] });
     await insertWalletRows(env.owner, env.config.wallet_database, [balanceChanged(1), balanceChanged(2), balanceChanged(3)]);
@@ -61,7 +62,7 @@ describe('dashboard in a real browser', () => {
     await glance.locator('.tile').filter({ hasText: 'delivered · tencent_im_c2c (1h)' }).filter({ hasText: /^2/ }).waitFor({ timeout: 10_000 });
     await expect(glance.locator('.tile.bad').filter({ hasText: 'failed · tencent_im_c2c (1h)' }).textContent()).resolves.toMatch(/^1failed/);
     await expect(glance.locator('.tile').filter({ hasText: 'oldest pending' }).textContent()).resolves.toMatch(/^none/);
-    await expect(glance.locator('.tile').filter({ hasText: 'sent/s · limit · tencent_im_c2c' }).textContent()).resolves.toMatch(/^\d+(\.\d)? · off/);
+    await expect(glance.locator('.tile').filter({ hasText: 'sent/s · limit · tencent_im_c2c' }).textContent()).resolves.toMatch(/^\d+(\.\d)? · 200/);
     await page.screenshot({ path: join(SCREENSHOT_DIR, 'notices-failed.png') });
 
     env.fakeIm.setFaults({});
@@ -88,6 +89,12 @@ describe('dashboard in a real browser', () => {
     await page.reload();
     await page.locator('#total').filter({ hasText: '(0)' }).waitFor();
     await glance.locator('.tile').filter({ hasText: 'delivered · tencent_im_c2c (1h)' }).filter({ hasText: /^3/ }).waitFor({ timeout: 10_000 });
+    // The C2C chart is scaled to the traffic (a few notices), not to the 12,000/min quota, which the chart names instead.
+    const chartSrc = await page.locator('#charts img[src$="/outcomes/tencent_im_c2c.svg"]').getAttribute('src');
+    const chart = await (await page.request.get(new URL(chartSrc!, page.url()).href)).text();
+    expect(chart).toMatch(/>(1|2|5) \/min<\/text>/);
+    expect(chart).toContain('quota 12,000/min, off scale');
+    expect(chart).not.toContain('class="reference"');
     // Finding an event goes to its timeline: recorded, the failed attempt with Tencent's code, the requeue by the
     // operator, delivered (the Notices page's own key/value search is retired in favour of the Timeline page).
     await page.locator('#search input[name="event_id"]').fill('tx_2:WalletBalanceChanged:10002:COIN');

@@ -23,3 +23,31 @@ describe('chart axis labels', () => {
     expect(spacedTicks([{ x: 0 }, { x: 10 }, { x: 20 }, { x: 200 }], 36).map((t) => t.x)).toEqual([10, 200]);
   });
 });
+
+describe('a quota reference line', () => {
+  const slots = Array.from({ length: 60 }, (_, i) => Date.UTC(2026, 11, 8, 10, i));
+  const chart = (peak: number) =>
+    lineChartSvg({
+      title: 'c2c',
+      slots,
+      series: [{ name: 'delivered', color: '#000', values: slots.map((_, i) => (i === 30 ? peak : 1)) }],
+      unit: '/min',
+      hourLabel: () => '',
+      reference: { name: 'quota', value: 12_000, color: '#888' },
+    });
+  const axisTop = (svg: string) => Number(/>(\d+) \/min<\/text>/.exec(svg)?.[1]);
+
+  it('is left out when traffic is far below it, so the traffic keeps the axis, and the legend names it', () => {
+    const svg = chart(400); // 400/min of real traffic against 12,000/min: the flat line
+    expect(axisTop(svg)).toBe(500);
+    expect(svg).not.toContain('class="reference"');
+    expect(svg).toContain('quota 12,000/min, off scale');
+  });
+
+  it('is drawn, and sizes the axis, once the traffic reaches a quarter of it', () => {
+    const svg = chart(3_000);
+    expect(axisTop(svg)).toBe(20_000);
+    expect(svg).toContain('class="reference" data-series="quota"');
+    expect(svg).not.toContain('off scale');
+  });
+});
