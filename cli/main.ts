@@ -3,6 +3,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { ConfigError, defaultConfigPath, loadConfigFile } from '../src/config/load.ts';
 import type { NoticeConfig } from '../src/config/schema.ts';
 import { jsonForTerminal, showControls } from '../src/platform/text.ts';
+import { PeriodicSummary } from '../src/platform/periodic-summary.ts';
 import { createLogger, redactUrl } from '../src/platform/logger.ts';
 import { outputFormat } from '../src/ops/cli-format.ts';
 import { RoleConfigError } from '../src/app/role.ts';
@@ -62,9 +63,12 @@ program
     const config = loadConfig(opts.config);
     const logger = createLogger(config.log.level, { role: 'migrate' });
     const { runMigrations } = await import('../src/db/migrate.ts');
+    const { serverProblem, UnreachableError } = await import('../src/ops/server-errors.ts');
     const { database } = await runMigrations({
       mysqlUrl: config.mysql.url,
       ownerFixtures: opts.ownerFixtures ? config : undefined,
+    }).catch((err: unknown) => {
+      throw new UnreachableError(serverProblem('MySQL', config.mysql.url, err));
     });
     logger.info({ database, mysql: redactUrl(config.mysql.url), owner_fixtures: Boolean(opts.ownerFixtures) }, 'migrations applied');
   });
@@ -182,6 +186,8 @@ demoCommand.action(async (opts: Record<string, string | boolean | undefined> & {
       })),
   );
   let written = 0;
+  // A line per 10 s with the rows since the last one: a line per batch (1 s) drowned the dev log.
+  const progress = new PeriodicSummary<string>(10_000, (rows) => logger.info({ ...rows, total_rows: written }, 'demo rows committed'));
   let stopping = false;
   process.once('SIGTERM', () => (stopping = true));
   process.once('SIGINT', () => (stopping = true));
@@ -194,12 +200,13 @@ demoCommand.action(async (opts: Record<string, string | boolean | undefined> & {
         rows[`${module.key}_rows`] = n;
         if (share >= 1) written += n;
       }
-      logger.info({ ...rows, total_rows: written }, 'demo rows committed');
+      progress.add(Date.now(), rows);
     } catch (err) {
       logger.warn({ err: (err as Error).message }, 'demo write failed; retrying');
     }
     await new Promise((r) => setTimeout(r, 1000));
   }
+  progress.tick(Number.POSITIVE_INFINITY);
   for (const { writer } of writers) await writer.close?.();
   await pool.end();
 });
@@ -472,6 +479,7 @@ try {
     console.error(`notice-service: ${(err as Error).message}`);
     process.exit(3);
   }
-  console.error(`notice-service: ${(err as Error).message}`);
+  const { firstLine } = await import('../src/ops/server-errors.ts');
+  console.error(`notice-service: ${firstLine(String((err as Error)?.message ?? err))}`);
   process.exit(1);
 }

@@ -8,8 +8,9 @@ import { createDeliverQueues, type DeliverQueues } from '../queues/deliver-queue
 import type { IngestRole } from '../ingest/ingest-role.ts';
 import type { DeliverRole } from '../deliver/deliver-role.ts';
 import type { DashboardRole } from '../dashboard/dashboard-role.ts';
-import { withDeadline, type Role } from '../src/app/role.ts';
-import { checkReadiness } from '../src/observability/readiness.ts';
+import type { Role } from '../src/app/role.ts';
+import { withDeadline } from '../src/platform/deadline.ts';
+import { readinessCheck } from '../src/observability/readiness.ts';
 import { NoticeMetrics } from '../src/observability/metrics.ts';
 import { HealthServer, type Readiness } from '../src/observability/health-server.ts';
 
@@ -89,7 +90,7 @@ export async function buildProcess(
   }
   const roles: Role[] = [...[ingest, deliver, dashboard].filter((r): r is IngestRole | DeliverRole | DashboardRole => r !== undefined), ...extra];
 
-  metrics.onScrape(async () => {
+  metrics.onScrape('queue_jobs', async () => {
     await Promise.all(
       (deliverQueues?.all ?? []).map(async (queue) => {
         const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed', 'prioritized');
@@ -97,8 +98,8 @@ export async function buildProcess(
       }),
     );
   });
-  const readiness = () => checkReadiness(pool, redis?.producer ?? null, roles, logger);
-  metrics.onScrape(async () => {
+  const readiness = readinessCheck(pool, redis?.producer ?? null, roles, logger);
+  metrics.onScrape('readiness', async () => {
     metrics.ready.set((await readiness()).ready ? 1 : 0);
   });
   const health = new HealthServer({

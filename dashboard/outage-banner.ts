@@ -7,16 +7,26 @@ const CONSEQUENCE: Record<string, string> = {
   redis: 'the queue board is empty and sends wait (the ledger keeps every notice); the Notices and Timeline pages still work',
 };
 
+/** HH:mm:ss in the operator's zone, with the zone's name; two-digit hours spelled out, as en-GB alone gives "0:43:42" past midnight. */
+const clockOptions = (zone: string): Intl.DateTimeFormatOptions => ({
+  timeZone: zone,
+  timeZoneName: 'short',
+  hour: '2-digit',
+  minute: '2-digit',
+  second: '2-digit',
+  hourCycle: 'h23',
+});
+
 /** The banner's place on a page: empty and hidden until a look at the health API finds a backend down. */
 export const OUTAGE_BANNER = '<div id="outage" role="alert" hidden style="background:#b42318;color:#fff;padding:8px 16px;font-weight:600"></div>';
 
 /** The banner's script: looks at `healthPath` now and every 3 s, so an outage shows within seconds on any open page. */
 export function outageScript(healthPath: string, zone: string): string {
-  const settings = JSON.stringify({ health: healthPath, zone, consequence: CONSEQUENCE }).replace(/</g, '\\u003c');
+  const settings = JSON.stringify({ health: healthPath, clock: clockOptions(zone), consequence: CONSEQUENCE }).replace(/</g, '\\u003c');
   return `(function () {
   const s = ${settings};
   const el = document.getElementById('outage');
-  const at = (ms) => new Date(ms).toLocaleTimeString('en-GB', { timeZone: s.zone, timeZoneName: 'short' });
+  const at = (ms) => new Date(ms).toLocaleTimeString('en-GB', s.clock);
   async function look() {
     let text = '';
     try {
@@ -39,7 +49,7 @@ export function outageScript(healthPath: string, zone: string): string {
 
 /** What the queue board's address shows while Redis is down: the board needs Redis for everything it shows. */
 export function boardOutagePage(base: string, redis: BackendState, zone: string): string {
-  const since = redis.down_since_ms === null ? 'now' : new Date(redis.down_since_ms).toLocaleTimeString('en-GB', { timeZone: zone, timeZoneName: 'short' });
+  const since = redis.down_since_ms === null ? 'now' : new Date(redis.down_since_ms).toLocaleTimeString('en-GB', clockOptions(zone));
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>notice-service · queues unavailable</title></head>
 <body style="font:14px system-ui,sans-serif;margin:0">

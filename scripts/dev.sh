@@ -49,15 +49,23 @@ FAKE_IM_URL="http://127.0.0.1:${FAKE_IM_PORT}" NOTICE_HTTP_PORT="$HTTP_PORT" sta
 FAKE_IM_URL="http://127.0.0.1:${FAKE_IM_PORT}" NOTICE_HTTP_PORT=0 start dashboard
 start demo --rate "${DEMO_RATE:-5}" --room --activity
 
-# A line a person can follow: totals from the ingest+deliver process's own metrics.
+# A line a person can follow: totals from the ingest+deliver process's own metrics, every interval, even when they
+# cannot be read (an outage is when the rhythm matters).
 summary() {
-  curl -fsS --max-time 2 "http://127.0.0.1:${HTTP_PORT}/metrics" 2>/dev/null | awk '
+  local metrics
+  if ! metrics="$(curl -fsS --max-time 3 "http://127.0.0.1:${HTTP_PORT}/metrics" 2>&1)"; then
+    echo "[dev] metrics did not answer: ${metrics:0:120}"
+    return
+  fi
+  awk '
     /^notice_ingest_events_total\{/ && /result="ingested"/ { ingested += $NF }
     /^notice_deliveries_total\{/ && /outcome="delivered"/ { delivered += $NF; if ($0 ~ /channel="tencent_im_c2c"/) c2c += $NF; if ($0 ~ /channel="inbox"/) inbox += $NF; if ($0 ~ /channel="tencent_push"/) push += $NF }
     /^notice_deliveries_total\{/ && /outcome="failed"/ { failed += $NF }
     /^notice_deliveries_total\{/ && /outcome="superseded"/ { superseded += $NF }
     /^notice_ingest_lag_ms\{/ { if ($NF > lag) lag = $NF }
-    END { if (NR > 0) printf "[dev] facts ingested %d · deliveries %d, one per fact and channel (C2C %d, inbox %d, push %d) · superseded %d · failed %d · ingest lag %d ms\n", ingested, delivered, c2c, inbox, push, superseded, failed, lag }'
+    /^notice_ready / { ready = $NF }
+    /^notice_scrape_stale\{/ && $NF == 1 { stale = 1 }
+    END { if (NR > 0) printf "[dev] facts ingested %d · deliveries %d, one per fact and channel (C2C %d, inbox %d, push %d) · superseded %d · failed %d · ingest lag %d ms%s\n", ingested, delivered, c2c, inbox, push, superseded, failed, lag, (ready != "" && ready == 0 ? " · NOT READY (see /readyz)" : "") (stale ? " · some gauges stale" : "") }' <<<"$metrics"
 }
 ( while sleep "${DEV_SUMMARY_EVERY:-5}"; do summary || true; done ) & pids+=($!)
 

@@ -1,6 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
+import { createTestEnv, MYSQL_SERVER, waitFor, type TestEnv } from './helpers/env.ts';
+import { serverOf, serverProblem } from '../src/ops/server-errors.ts';
 import { BIN, spawnNotice } from './helpers/spawn.ts';
 import { AuditLog } from '../src/ops/audit-log.ts';
 import { balanceChanged, insertWalletRows, ledgerStatusCounts } from './helpers/outbox.ts';
@@ -164,16 +165,25 @@ describe('notice-service CLI', () => {
     expect(JSON.parse(noRedis.out.slice(noRedis.out.indexOf('[')))[0].job).toBe('unknown: Redis is unreachable');
     const requeue = await run(['requeue', '--status', 'failed', '--yes']);
     expect(requeue.code).toBe(3);
-    expect(requeue.out.trim()).toMatch(/^notice-service: Redis at redis 127\.0\.0\.1:1 is unreachable \(.*\); this command needs it$/);
+    expect(requeue.out.trim()).toBe('notice-service: Redis at 127.0.0.1:1 is unreachable (connection refused: is it running?); this command needs it');
     // (The connect timeout is 5 s; how long the whole command takes depends on the machine, so it is not asserted.)
     // MySQL down: every command that reads the ledger says so in one line.
     writeFileSync(env.configFile, readFileSync(env.configFile, 'utf8').replace(/url: mysql:\/\/[^\n]+/, 'url: mysql://root@127.0.0.1:1/x'));
     for (const args of [['inspect', '--user', '10002'], ['audit'], ['rejects']]) {
       const r = await run(args);
       expect(r.code, `${args.join(' ')}: ${r.out}`).toBe(3);
-      expect(r.out.trim()).toMatch(/^notice-service: MySQL at mysql 127\.0\.0\.1:1 is unreachable \(.+\)$/);
-      expect(r.out).not.toMatch(/\n\s+at /);
+      expect(r.out.trim()).toBe('notice-service: MySQL at 127.0.0.1:1 is unreachable (connection refused: is it running?)');
     }
+    const migrate = await run(['migrate']);
+    expect(migrate.code, migrate.out).toBe(3);
+    expect(migrate.out.trim()).toBe('notice-service: MySQL at 127.0.0.1:1 is unreachable (connection refused: is it running?)');
+    // A server that answers but has no ledger yet says what to run.
+    writeFileSync(env.configFile, readFileSync(env.configFile, 'utf8').replace(/url: mysql:\/\/[^\n]+/, `url: ${MYSQL_SERVER}/never_migrated_db`));
+    const unmigrated = await run(['failures']);
+    expect(unmigrated.code, unmigrated.out).toBe(3);
+    expect(unmigrated.out.trim()).toBe(
+      `notice-service: MySQL at ${serverOf(MYSQL_SERVER)} has no database never_migrated_db: run \`notice-service migrate\` first`,
+    );
   }, 300_000);
 
   it('audit, rejects and requeue --dry-run work with Redis down (they need only MySQL); a real requeue says Redis is needed', async () => {
@@ -191,4 +201,33 @@ describe('notice-service CLI', () => {
     expect(real.code, real.out).toBe(3);
     expect(real.out.trim()).toMatch(/^notice-service: Redis at .+ is unreachable \(.+\); this command needs it$/);
   }, 300_000);
+
+  it('a server problem is one line in words, whatever the driver said', () => {
+    const url = 'mysql://ops:Hunter2secret@db.internal:3307/notice';
+    const cases: Array<[unknown, string]> = [
+      [
+        Object.assign(new Error('connect ECONNREFUSED 10.0.0.1:3307'), { code: 'ECONNREFUSED' }),
+        'MySQL at db.internal:3307 is unreachable (connection refused: is it running?)',
+      ],
+      [
+        new AggregateError([Object.assign(new Error('x'), { code: 'ECONNREFUSED' })], ''),
+        'MySQL at db.internal:3307 is unreachable (connection refused: is it running?)',
+      ],
+      [new Error('MySQL did not finish within 3500 ms'), 'MySQL at db.internal:3307 is unreachable (no answer in time)'],
+      [
+        Object.assign(new Error("Access denied for user 'ops'@'10.0.0.9'"), { code: 'ER_ACCESS_DENIED_ERROR' }),
+        'MySQL at db.internal:3307 refused the user in mysql.url (access denied): check the credentials',
+      ],
+      [
+        Object.assign(new Error('x'), { code: 'ER_BAD_DB_ERROR', sqlMessage: "Unknown database 'notice'" }),
+        'MySQL at db.internal:3307 has no database notice: run `notice-service migrate` first',
+      ],
+      [new Error(`Table 'x' doesn't exist\n    at Query.execute (node_modules/mysql2/…)`), "MySQL at db.internal:3307 failed: Table 'x' doesn't exist"],
+    ];
+    for (const [err, line] of cases) expect(serverProblem('MySQL', url, err)).toBe(line);
+    expect(serverProblem('Redis', 'redis://:pw@cache:6380', new Error('WRONGPASS invalid username-password pair'))).toBe(
+      'Redis at cache:6380 refused the password in redis.url: check the credentials',
+    );
+    for (const [err] of cases) expect(serverProblem('MySQL', url, err)).not.toContain('Hunter2secret');
+  });
 });

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { freePort } from './helpers/ports.ts';
 import { MYSQL_SERVER, REDIS_URL, waitFor } from './helpers/env.ts';
+import { PrivateRedis } from './helpers/redis-server.ts';
 import { spawnNotice } from './helpers/spawn.ts';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -20,7 +21,10 @@ const InboxService = (grpc.loadPackageDefinition(protoLoader.loadSync(INBOX_PROT
  */
 let run: { child: ChildProcess; output: () => string; id: string; config: string } | undefined;
 
+let privateRedis: PrivateRedis | undefined;
 afterEach(async () => {
+  await privateRedis?.destroy();
+  privateRedis = undefined;
   if (!run) return;
   spawnSync('pkill', ['-KILL', '-f', run.config]);
   const root = await mysql.createConnection({ uri: MYSQL_SERVER });
@@ -29,7 +33,7 @@ afterEach(async () => {
   run = undefined;
 });
 
-async function startDev() {
+async function startDev(overrides: Record<string, string> = {}) {
   const id = `dev${randomBytes(3).toString('hex')}`;
   const [fakeImPort, httpPort, dashboardPort, inboxApiPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const dir = join(process.cwd(), '.tmp', 'dev-loop');
@@ -53,6 +57,7 @@ async function startDev() {
       NOTICE_INBOX_API_PORT: String(inboxApiPort),
       NOTICE_DASHBOARD_PORT: String(dashboardPort),
       DEV_SUMMARY_EVERY: '1',
+      ...overrides,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -63,7 +68,7 @@ async function startDev() {
   const env = {
     NOTICE_CONFIG: config,
     NOTICE_MYSQL_URL: `${MYSQL_SERVER}/${id}_notice`,
-    NOTICE_REDIS_URL: REDIS_URL,
+    NOTICE_REDIS_URL: overrides.NOTICE_REDIS_URL ?? REDIS_URL,
     FAKE_IM_PORT: String(fakeImPort),
     NOTICE_HTTP_PORT: String(httpPort),
     NOTICE_INBOX_API_PORT: String(inboxApiPort),
@@ -161,5 +166,51 @@ describe('npm run dev', () => {
     );
     expect(await listening(dev.fakeImPort)).toBe(false);
     expect(await listening(dev.dashboardPort)).toBe(false);
+  });
+
+  it('keeps its summary rhythm, and one log line per component per 10 s, while Redis is down', async () => {
+    privateRedis = new PrivateRedis();
+    const dev = await startDev({ NOTICE_REDIS_URL: await privateRedis.start(), DEV_PRETTY: '0' });
+    const summaries = (text: string) => text.split('\n').filter((line) => line.startsWith('[dev] facts ingested'));
+    await waitFor(
+      async () => summaries(dev.output()).length,
+      (n) => n >= 2,
+      90_000,
+      'summary lines before the outage',
+    );
+    await waitFor(
+      () => listening(dev.dashboardPort),
+      (up) => up,
+      30_000,
+      'the dashboard listening',
+    );
+    const from = dev.output().length;
+    const stoppedAt = Date.now();
+    await privateRedis.stop();
+    // The summary goes on at its interval (1 s here): twelve more lines, however long the machine takes for them.
+    await waitFor(
+      async () => summaries(dev.output().slice(from)).length,
+      (n) => n >= 12,
+      90_000,
+      'summary lines during the outage',
+    );
+    const outageMs = Date.now() - stoppedAt;
+    const during = dev.output().slice(from);
+    expect(
+      summaries(during).some((line) => line.includes('NOT READY (see /readyz)')),
+      'the summary says the pipeline is not ready',
+    ).toBe(true);
+    await privateRedis.start(privateRedis.port);
+    const perComponent = new Map<string, number>();
+    for (const line of during.split('\n').filter((l) => l && !l.startsWith('[dev]'))) {
+      expect(line, 'every process line is a JSON record (no driver stack)').toMatch(/^\{/);
+      const record = JSON.parse(line) as Record<string, unknown>;
+      // A component is the process role plus whatever names the part: the source, queue, check or app.
+      const key = ['role', 'source', 'queue', 'component', 'check', 'app', 'channel', 'msg'].map((field) => record[field] ?? '').join(' | ');
+      perComponent.set(key, (perComponent.get(key) ?? 0) + 1);
+    }
+    for (const [key, count] of perComponent) expect(count, key).toBeLessThanOrEqual(Math.ceil(outageMs / 10_000) + 1);
+    dev.child.kill('SIGTERM');
+    await new Promise((resolve) => dev.child.once('exit', resolve));
   });
 });

@@ -79,3 +79,15 @@ describe('nextBackendState', () => {
     expect(nextBackendState({ ok: true, down_since_ms: null, checked_ms: null }, false, 5).down_since_ms).toBe(5);
   });
 });
+
+describe('the banner clock', () => {
+  it('writes two-digit hours past midnight, in the operator zone', async () => {
+    const { boardOutagePage } = await import('../dashboard/outage-banner.ts');
+    const justAfterMidnight = Date.UTC(2026, 11, 8, 0, 3, 4);
+    const page = boardOutagePage('/admin', { ok: false, down_since_ms: justAfterMidnight, checked_ms: justAfterMidnight }, 'UTC');
+    expect(page).toContain('Redis unreachable since 00:03:04 UTC');
+    expect(boardOutagePage('/admin', { ok: false, down_since_ms: justAfterMidnight, checked_ms: null }, 'Asia/Shanghai')).toMatch(
+      /since 08:03:04 (GMT\+8|CST)/,
+    );
+  });
+});

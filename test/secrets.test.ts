@@ -193,7 +193,7 @@ describe('secrets never reach logs, errors or job data', () => {
 
   it('/readyz names no database user, host or password when MySQL refuses (the log has the driver message)', async () => {
     const { createMysqlPool } = await import('../src/platform/mysql.ts');
-    const { checkReadiness } = await import('../src/observability/readiness.ts');
+    const { readinessCheck } = await import('../src/observability/readiness.ts');
     const { Redis } = await import('ioredis');
     const { REDIS_URL } = await import('./helpers/env.ts');
     // A real server refusing a real user: the driver's message says "Access denied for user 'readyz-probe'@'…'".
@@ -202,7 +202,7 @@ describe('secrets never reach logs, errors or job data', () => {
     const logged: string[] = [];
     const logger = pino({ level: 'warn' }, { write: (line: string) => void logged.push(line) });
     try {
-      const readiness = await checkReadiness(pool, redis, [], logger);
+      const readiness = await readinessCheck(pool, redis, [], logger)();
       expect(readiness.ready).toBe(false);
       const body = JSON.stringify(readiness);
       expect(readiness.checks.mysql).toBe('down (the process log says why)');

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { withDeadline } from '../platform/deadline.ts';
 
 /**
  * Every metric notice-service exports, on one registry per process. Components receive this object and only call
@@ -238,19 +239,40 @@ export class NoticeMetrics {
     registers: [this.registry],
   });
 
-  private readonly collectors: Array<() => Promise<void>> = [];
+  readonly scrapeStale = new Gauge({
+    name: 'notice_scrape_stale',
+    help: 'Scrape-time gauges that could not be read this scrape (1: their backend did not answer within the deadline, the values shown are the last ones read)',
+    labelNames: ['collector'],
+    registers: [this.registry],
+  });
 
-  constructor(options: { processMetrics?: boolean } = {}) {
+  private readonly collectors: Array<{ name: string; collect: () => Promise<void> }> = [];
+  private readonly collectDeadlineMs: number;
+
+  constructor(options: { processMetrics?: boolean; collectDeadlineMs?: number } = {}) {
     if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'notice_' });
+    this.collectDeadlineMs = options.collectDeadlineMs ?? 1500;
   }
 
   /** Gauges that are read from MySQL/Redis at scrape time rather than kept up to date on the hot path. */
-  onScrape(collect: () => Promise<void>): void {
-    this.collectors.push(collect);
+  onScrape(name: string, collect: () => Promise<void>): void {
+    this.collectors.push({ name, collect });
   }
 
+  /**
+   * Every collector gets a deadline: with Redis down a BullMQ count waits for the reconnect, and a scrape that hangs
+   * hides every other metric exactly when they matter.
+   */
   async render(): Promise<string> {
-    await Promise.allSettled(this.collectors.map((c) => c()));
+    await Promise.all(
+      this.collectors.map(async ({ name, collect }) => {
+        const read = await withDeadline(collect(), this.collectDeadlineMs, name).then(
+          () => true,
+          () => false,
+        );
+        this.scrapeStale.set({ collector: name }, read ? 0 : 1);
+      }),
+    );
     return this.registry.metrics();
   }
 

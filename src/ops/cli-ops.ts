@@ -18,27 +18,19 @@ import { rejectEntries } from './reject-entries.ts';
 // Log lines go to stderr, so stdout stays the command's JSON.
 import { pino } from 'pino';
 import { hostname, userInfo } from 'node:os';
-import { RoleConfigError, withDeadline } from '../app/role.ts';
+import { RoleConfigError } from '../app/role.ts';
+import { withDeadline } from '../platform/deadline.ts';
 import { keyProblem } from '../intake/fact-validation.ts';
 import { timelinePage } from '../ledger/timeline.ts';
 import { presentFact } from '../ledger/present-fact.ts';
 import { DELIVERY_STATUSES } from '../ledger/status.ts';
 import { describeError } from '../platform/errors.ts';
+import { serverProblem, UnreachableError } from './server-errors.ts';
 import { formatTime } from '../platform/clock.ts';
 
-/** A server a command needs is not answering: one line naming it (exit code 3). */
-export class UnreachableError extends Error {}
+export { UnreachableError } from './server-errors.ts';
 
 const REACH_MS = 3000;
-
-function hostOf(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol.replace(':', '')} ${u.hostname}:${u.port || (u.protocol.startsWith('redis') ? 6379 : 3306)}`;
-  } catch {
-    return 'the configured server';
-  }
-}
 
 interface Resources {
   pool: ReturnType<typeof createMysqlPool>;
@@ -60,12 +52,14 @@ export async function withResources<T>(config: NoticeConfig, work: (r: Resources
     if (opened) return opened.queues;
     if (redisDown) return null;
     const redis = createRedis(config.redis.url, 'producer', { cluster: config.redis.cluster });
-    redis.on('error', () => undefined);
+    // The ping fails with ioredis's retry-limit message; the connection error before it says why.
+    let connectionError: unknown;
+    redis.on('error', (err) => (connectionError = err));
     try {
       await withDeadline(redis.ping(), REACH_MS, 'Redis ping');
     } catch (err) {
       redis.disconnect();
-      redisDown = `Redis at ${hostOf(config.redis.url)} is unreachable (${describeError(err).slice(0, 120)})`;
+      redisDown = serverProblem('Redis', config.redis.url, connectionError ?? err);
       return null;
     }
     opened = { redis, queues: createDeliverQueues(redis, config.redis.prefix, channelQueueSpecs(config)) };
@@ -75,7 +69,7 @@ export async function withResources<T>(config: NoticeConfig, work: (r: Resources
     try {
       await withDeadline(pool.query('SELECT 1'), REACH_MS + 500, 'MySQL');
     } catch (err) {
-      throw new UnreachableError(`MySQL at ${hostOf(config.mysql.url)} is unreachable (${describeError(err).slice(0, 120)})`);
+      throw new UnreachableError(serverProblem('MySQL', config.mysql.url, err));
     }
     return await work({
       pool,

@@ -115,7 +115,7 @@ export class OutboxPoller {
       logger: this.log,
       metrics: deps.metrics,
     });
-    deps.metrics?.onScrape(() => this.collectLag());
+    deps.metrics?.onScrape(`outbox_lag:${deps.name ?? deps.source.sourceName}`, () => this.collectLag());
   }
 
   /** Scrape-time gauges: one primary-key read of the outbox, never on the polling path. */

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { SimpleConsumer, type MessageView } from 'rocketmq-client-nodejs';
 import type { Logger } from 'pino';
-import { withDeadline } from '../app/role.ts';
+import { withDeadline } from '../platform/deadline.ts';
 
 /** One received message, as the consumer loop needs it. */
 export interface MqMessage {

@@ -4,7 +4,7 @@ import { Producer } from 'rocketmq-client-nodejs';
 import type { Logger } from 'pino';
 import type { NoticeConfig } from '../../config/schema.ts';
 import { quoteIdentifier } from '../../platform/mysql.ts';
-import { withDeadline } from '../../app/role.ts';
+import { withDeadline } from '../../platform/deadline.ts';
 import type { DemoContext, DemoWriter } from '../types.ts';
 
 /**
