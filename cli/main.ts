@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
-import { ConfigError, defaultConfigPath, loadConfigFile } from '../src/config/load.ts';
+import { ConfigError, defaultConfigPath, loadConfigFile } from '../src/composition/load.ts';
 import type { NoticeConfig } from '../src/config/schema.ts';
 import { jsonForTerminal, showControls } from '../src/platform/text.ts';
 import { PeriodicSummary } from '../src/platform/periodic-summary.ts';
@@ -113,7 +113,7 @@ program
   .action(async (opts: { config?: string }) => {
     const file = opts.config ?? defaultConfigPath();
     const config = loadConfig(file);
-    const { listenerSummary } = await import('../src/config/check.ts');
+    const { listenerSummary } = await import('../src/composition/check.ts');
     const listeners = await listenerSummary(config);
     console.log(`${file}: valid`);
     for (const line of listeners) console.log(`  ${line}`);

@@ -4,9 +4,9 @@ import { balanceChanged, insertWalletRows } from './helpers/outbox.ts';
 import { activityEvent } from './helpers/activity.ts';
 import { startPipeline } from './helpers/pipeline.ts';
 import type { NoticeProcess } from '../cli/run-roles.ts';
-import { configSchema } from '../src/config/schema.ts';
+import { configSchema } from '../src/composition/schema.ts';
 import { runRequeue } from '../src/ops/requeue-run.ts';
-import { parseConfigText } from '../src/config/load.ts';
+import { parseConfigText } from '../src/composition/load.ts';
 
 /**
  * Many apps on one deployment: each app_code goes out through its own Tencent app (SDKAppID, UserSig), and a fact of

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfigText } from '../src/config/load.ts';
+import { ConfigError, parseConfigText } from '../src/composition/load.ts';
 
 const minimal = `
 mysql: { url: "mysql://root@127.0.0.1:3306/hyapp_notice" }
@@ -85,7 +85,7 @@ surprise: 1`,
 describe('configuration reference', () => {
   it('docs/config-reference.md is what the schema generates (npm run docs:config)', async () => {
     const { readFileSync } = await import('node:fs');
-    const { configReference } = await import('../src/config/reference.ts');
+    const { configReference } = await import('../src/composition/reference.ts');
     const { CHANNEL_MODULES } = await import('../src/channels/registry.ts');
     const { SOURCE_MODULES } = await import('../src/notices/registry.ts');
     const committed = readFileSync(new URL('../docs/config-reference.md', import.meta.url), 'utf8');

@@ -8,7 +8,7 @@ import { startPipeline } from './helpers/pipeline.ts';
 import { insertActivityRows, type ActivityRow } from './helpers/activity.ts';
 import type { NoticeProcess } from '../cli/run-roles.ts';
 import { INBOX_PROTO } from '../src/channels/inbox/api/inbox-service.ts';
-import { parseConfigText } from '../src/config/load.ts';
+import { parseConfigText } from '../src/composition/load.ts';
 
 let env: TestEnv | undefined;
 let proc: NoticeProcess | undefined;

@@ -6,7 +6,7 @@ import { PrivateMariaDb } from './helpers/mariadb-server.ts';
 import { startPipeline } from './helpers/pipeline.ts';
 import type { NoticeProcess } from '../cli/run-roles.ts';
 import { createOwnerFixtures } from '../src/db/owner-fixtures.ts';
-import { configSchema } from '../src/config/schema.ts';
+import { configSchema } from '../src/composition/schema.ts';
 
 /**
  * An owner outbox split over two MySQL servers (the shared one and a private mariadbd), three apps: each shard has

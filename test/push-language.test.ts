@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { configSchema } from '../src/config/schema.ts';
+import { configSchema } from '../src/composition/schema.ts';
 import { outboxNoticeModules, mqNoticeModules } from '../src/notices/sources.ts';
 import { renderOfflinePush, type RenderedPush } from '../src/tencent-im/offline-push.ts';
 import type { MappedEvent } from '../src/notices/types.ts';

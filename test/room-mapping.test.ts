@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { parseRoomMqMessage } from '../src/notices/room/mq-message.ts';
-import { configSchema, PROXY_MAX_AWAIT_MS, PROXY_MIN_INVISIBLE_MS } from '../src/config/schema.ts';
-import { parseConfigText, ConfigError } from '../src/config/load.ts';
+import { PROXY_MAX_AWAIT_MS, PROXY_MIN_INVISIBLE_MS } from '../src/config/schema.ts';
+import { configSchema } from '../src/composition/schema.ts';
+import { parseConfigText, ConfigError } from '../src/composition/load.ts';
 
 const body = (fact: Record<string, unknown>) => Buffer.from(JSON.stringify(fact));
 const kick = {

@@ -6,7 +6,7 @@ import { kick, mqBody } from './helpers/room.ts';
 import { insertActivityRows } from './helpers/activity.ts';
 import { FakeRocketMqProxy } from './helpers/fake-rocketmq-proxy.ts';
 import { spawnNotice, stopGracefully, waitForOutput, type Spawned } from './helpers/spawn.ts';
-import { ConfigError, parseConfigText } from '../src/config/load.ts';
+import { ConfigError, parseConfigText } from '../src/composition/load.ts';
 
 const MQ_ACCESS = 'AKIDmqAccessKey0042';
 const MQ_SECRET = 'mqSecretValue-do-not-print-9931';

@@ -6,8 +6,7 @@ import type { z } from 'zod';
 import type { NoticeConfig } from '../config/schema.ts';
 import type { Role } from '../app/role.ts';
 import type { FakeImServer } from '../fake-im/server.ts';
-import type { ChannelLedger } from '../delivery/ledger-port.ts';
-import type { LedgerRow } from '../ledger/types.ts';
+import type { LedgerKey, LedgerRow } from '../ledger/types.ts';
 import type { NoticeMetrics } from '../observability/metrics.ts';
 
 /**
@@ -69,6 +68,23 @@ export interface DeliveryChannel {
   /** How often maintain runs. */
   maintainEveryMs?: number;
   close?(): Promise<void> | void;
+}
+
+/** What a channel may write to the ledger itself: only the mark that a provider call is about to start. */
+export interface ChannelLedger {
+  /**
+   * Marks claimed rows (held by their claimer) with `ref` before a call that a crash could leave unknown, so the
+   * next claim applies the channel's policy instead of sending blind. Returns the rows it marked (a row whose lock
+   * was taken over meanwhile is not).
+   */
+  markAttemptStarted(rows: readonly LedgerRow[], ref: string): Promise<LedgerRow[]>;
+  /** A user's recent sends on a channel (for a per-user cap whose Redis window was lost). */
+  recentSends(
+    appCode: string,
+    userId: string,
+    channel: string,
+    sinceMs: number,
+  ): Promise<Array<LedgerKey & { atMs: number; inFlight: boolean; noticeKind: string }>>;
 }
 
 /** Which channels a fact of this type and kind goes to (the routing decision, made outside any channel). */

@@ -2,17 +2,11 @@ import { z } from 'zod';
 import { durationMs } from './duration.ts';
 import { port } from './primitives.ts';
 import { isTimeZone } from '../platform/clock.ts';
-import { CHANNEL_MODULES } from '../channels/registry.ts';
-import { SOURCE_MODULES } from '../notices/registry.ts';
-import { duplicateModuleProblems, MODULES, type ModuleSet } from './modules.ts';
 
 export { prioritisedKinds, type OutboxWorkerConfig, type OwnerShardConfig, type MqSubscriptionConfig } from './primitives.ts';
-export type { OfflinePushConfig, TencentAppConfig, TencentImConfig } from '../tencent-im/config.ts';
-export type { InboxConfig } from '../channels/inbox/config.ts';
-export type { TencentPushConfig } from '../channels/tencent-push/config.ts';
 
 /** RocketMQ 5 proxy (gRPC) consumer settings; each MQ-fed source adds its subscription (rocketmq.room_outbox). */
-const rocketmqShape = {
+export const rocketmqShape = {
   enabled: z.boolean().default(false),
   /** The proxy's gRPC address (port 8081), `host:port` or `a:8081;b:8081`; never namesrv 9876. */
   endpoints: z.string().default('127.0.0.1:8081'),
@@ -98,7 +92,7 @@ const skipSuperseded = z
   });
 
 /** The keys no module owns: connections, the delivery core, the dashboard, health, logging. */
-const coreShape = {
+export const coreShape = {
   mysql: z.strictObject({
     url: z.string().regex(/^mysql:\/\//, 'must be a mysql:// URL'),
     pool_size: z.number().int().min(1).max(200).default(10),
@@ -221,46 +215,24 @@ const coreShape = {
     .default(() => ({ time_zone: 'UTC' })),
 };
 
-type UnionToIntersection<U> = (U extends unknown ? (x: U) => void : never) extends (x: infer I) => void ? I : never;
-type ShapeOf<M> = M extends { configShape: infer S } ? S : never;
-// A source without an MQ entry has the default (an index signature): it adds no keys.
-type MqShapeOf<M> = M extends { mqShape?: infer S } ? (S extends undefined ? never : string extends keyof S ? never : S) : never;
-type Shapes<Ms extends readonly unknown[]> = UnionToIntersection<ShapeOf<Ms[number]>>;
-type MqShapes<Ms extends readonly unknown[]> = [MqShapeOf<Ms[number]>] extends [never]
-  ? object
-  : UnionToIntersection<Exclude<MqShapeOf<Ms[number]>, undefined>>;
-
-/** The shape of the registries' config, so the type of every key is known where the code reads it. */
-type RegistryShape = typeof coreShape &
-  Shapes<typeof CHANNEL_MODULES> &
-  Shapes<typeof SOURCE_MODULES> & {
-    rocketmq: z.ZodDefault<z.ZodObject<typeof rocketmqShape & MqShapes<typeof SOURCE_MODULES>, z.core.$strict>>;
-  };
-/** The parsed config (of the registries' modules; a test's extra modules read their own keys with settingsOf). */
-export type NoticeConfig = z.output<z.ZodObject<RegistryShape, z.core.$strict>>;
-export type RocketMqConfig = NoticeConfig['rocketmq'];
-
 /**
- * The config schema for a set of modules: the core keys, each channel's block and each source's keys. The parsed
- * config remembers its modules (modulesOf), so every process loops over exactly the modules it was validated with.
+ * Each module's YAML block, declared by the module beside its shape (`declare module` merging into this interface),
+ * so the config type lists every block while this file imports no module: the composition is in src/composition/.
  */
-export function configSchemaFor(modules: ModuleSet): z.ZodType<NoticeConfig, unknown> {
-  const duplicates = duplicateModuleProblems(modules, [...Object.keys(coreShape), 'rocketmq']);
-  if (duplicates.length > 0) throw new Error(`notice-service modules: ${duplicates.join('; ')}`);
-  const mqShape: z.ZodRawShape = Object.assign({}, ...modules.sources.map((s) => s.mqShape ?? {}));
-  const rocketmq = z.strictObject({ ...rocketmqShape, ...mqShape });
-  const shape: z.ZodRawShape = {
-    ...coreShape,
-    ...Object.assign({}, ...modules.channels.map((c) => c.configShape)),
-    ...Object.assign({}, ...modules.sources.map((s) => s.configShape)),
-    rocketmq: rocketmq.default(() => rocketmq.parse({})),
-  };
-  const set: ModuleSet = { channels: modules.channels, sources: modules.sources };
-  return z.strictObject(shape).transform((config) => Object.assign(config, { [MODULES]: set }) as unknown as NoticeConfig);
-}
+// biome-ignore lint/suspicious/noEmptyInterface: filled by declaration merging from each module
+export interface ModuleBlocks {}
+/** The MQ subscriptions MQ-fed sources add to the `rocketmq` block (room's `room_outbox`), merged the same way. */
+// biome-ignore lint/suspicious/noEmptyInterface: filled by declaration merging from each MQ-fed source
+export interface MqSubscriptions {}
 
-/** The config of the modules in channels/registry.ts and notices/registry.ts. */
-export const configSchema = configSchemaFor({ channels: CHANNEL_MODULES, sources: SOURCE_MODULES });
+/** The parsed YAML block of a module's zod shape. */
+export type BlockOf<Shape extends z.ZodRawShape> = z.output<z.ZodObject<Shape, z.core.$strict>>;
+
+/** The keys no module owns, parsed. */
+export type CoreConfig = BlockOf<typeof coreShape>;
+export type RocketMqConfig = BlockOf<typeof rocketmqShape> & MqSubscriptions;
+/** The parsed config: the core keys and every module's block (a test's extra modules read theirs with settingsOf). */
+export type NoticeConfig = CoreConfig & ModuleBlocks & { rocketmq: RocketMqConfig };
 
 /** Limits of the real RocketMQ 5 proxy (ReceiveMessageActivity / ProxyConfig). */
 export const PROXY_MIN_INVISIBLE_MS = 10_000;

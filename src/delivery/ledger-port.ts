@@ -1,7 +1,8 @@
 import type { LedgerRepository } from '../ledger/repository.ts';
 import type { BatchedLedger } from '../ledger/batched-ledger.ts';
-import { formatKey, type LedgerKey, type LedgerRow } from '../ledger/types.ts';
+import { formatKey } from '../ledger/types.ts';
 import type { DeliveryLedger } from './deliver-once.ts';
+import type { ChannelLedger } from '../channels/types.ts';
 
 /**
  * The ledger as the delivery core and the channels see it, for one worker: hot writes (claim, delivered,
@@ -22,23 +23,6 @@ export function deliveryLedger(hot: BatchedLedger, ledger: LedgerRepository, wor
     recordDeferred: (key, reason, detail, dueAt, at) => ledger.recordDeferred(key, workerId, reason, detail, dueAt, at),
     release: (key, code, message, retryAt, at) => ledger.releaseRateLimited(key, workerId, code, message, retryAt, at),
   };
-}
-
-/** What a channel may write to the ledger itself: only the mark that a provider call is about to start. */
-export interface ChannelLedger {
-  /**
-   * Marks claimed rows (held by their claimer) with `ref` before a call that a crash could leave unknown, so the
-   * next claim applies the channel's policy instead of sending blind. Returns the rows it marked (a row whose lock
-   * was taken over meanwhile is not).
-   */
-  markAttemptStarted(rows: readonly LedgerRow[], ref: string): Promise<LedgerRow[]>;
-  /** A user's recent sends on a channel (for a per-user cap whose Redis window was lost). */
-  recentSends(
-    appCode: string,
-    userId: string,
-    channel: string,
-    sinceMs: number,
-  ): Promise<Array<LedgerKey & { atMs: number; inFlight: boolean; noticeKind: string }>>;
 }
 
 export function channelLedger(ledger: LedgerRepository): ChannelLedger {

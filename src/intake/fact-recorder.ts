@@ -1,25 +1,14 @@
 import type { Logger } from 'pino';
 import type { LedgerRepository } from '../ledger/repository.ts';
 import type { LedgerKey, NewLedgerRow } from '../ledger/types.ts';
-import type { ChannelRoutes } from '../channels/routing.ts';
-import type { MappedEvent } from '../notices/types.ts';
+import type { ChannelRoutes } from '../channels/types.ts';
+import type { FactKey, SourceFact } from '../facts/types.ts';
+
+export type { FactKey, SourceFact } from '../facts/types.ts';
 import type { NoticeMetrics } from '../observability/metrics.ts';
 import { CHANNEL_TENCENT_IM_C2C } from '../ledger/types.ts';
 import { factString, type RevocationStore } from '../revoke/store.ts';
 import { clipText, isDataError, keyProblem, recipientProblem, substituteKey } from './fact-validation.ts';
-
-/** A source fact's identity: the ledger key without its channel (the fact goes to one row per channel). */
-export type FactKey = Omit<LedgerKey, 'channel'>;
-
-/** One source fact, mapped by its notice module, with its ledger identity. */
-export interface SourceFact {
-  key: FactKey;
-  mapped: MappedEvent;
-  sourceRowId: number | null;
-  sourceCreatedAtMs: number | null;
-  /** Why the fact cannot be delivered whatever its mapping says (identity.problem): it is recorded as malformed. */
-  problem?: string;
-}
 
 export interface PendingDelivery {
   key: LedgerKey;

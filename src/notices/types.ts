@@ -3,28 +3,9 @@ import type { Pool } from 'mysql2/promise';
 import type { Logger } from 'pino';
 import type { NoticeConfig } from '../config/schema.ts';
 import type { OutboxSource } from '../outbox/source.ts';
-import type { ParsedMessage } from '../rocketmq/consumer-loop.ts';
-import type { Supersede } from '../ledger/types.ts';
+import type { ParsedMessage } from '../facts/types.ts';
 
-/** A row read from an owner outbox, columns by their SQL names. */
-export type OutboxRow = Record<string, unknown> & { id: number };
-
-/** What a notice module makes of one source fact. Pure data: no I/O happens in mapping. */
-export type MappedEvent =
-  | { kind: 'notice'; eventType: string; userId: string; noticeKind: string; payload: string; supersede?: Supersede }
-  | { kind: 'skip'; eventType: string }
-  /** An owner's NoticeRevoked: take back the notices of another fact of the same source (its event id). */
-  | { kind: 'revoke'; eventType: string; targetEventId: string }
-  | { kind: 'malformed'; eventType: string; userId: string; noticeKind: string; reason: string };
-
-/** The ledger identity of a source fact. */
-export interface SourceIdentity {
-  appCode: string;
-  sourceEventId: string;
-  sourceCreatedAtMs: number | null;
-  /** Why this fact cannot be delivered whatever its payload says (an identifier that does not fit, a bad timestamp). */
-  problem?: string;
-}
+export type { MappedEvent, OutboxRow, ParsedMessage, SourceIdentity } from '../facts/types.ts';
 
 /** Demo traffic of one source: plays its owner service (dev and compose only). */
 export interface SourceDemo {

@@ -24,7 +24,6 @@ import { keyProblem } from '../intake/fact-validation.ts';
 import { timelinePage } from '../ledger/timeline.ts';
 import { presentFact } from '../ledger/present-fact.ts';
 import { DELIVERY_STATUSES } from '../ledger/status.ts';
-import { describeError } from '../platform/errors.ts';
 import { serverProblem, UnreachableError } from './server-errors.ts';
 import { formatTime } from '../platform/clock.ts';
 

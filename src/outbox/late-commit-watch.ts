@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { NoticeMetrics } from '../observability/metrics.ts';
-import type { OutboxRow } from '../notices/types.ts';
+import type { OutboxRow } from '../facts/types.ts';
 import { PeriodicSummary } from '../platform/periodic-summary.ts';
 import { countGapIds, type GapRange } from './gap-tracker.ts';
 import { afterCheck, chunksFor, type WatchChunk } from './gap-watch.ts';

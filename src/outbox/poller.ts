@@ -2,7 +2,8 @@ import type { Logger } from 'pino';
 import { WakeableSleep } from '../app/wakeable-sleep.ts';
 import { describeError } from '../platform/errors.ts';
 import type { OutboxWorkerConfig } from '../config/schema.ts';
-import type { FactRecorder, SourceFact } from '../intake/fact-recorder.ts';
+import type { FactRecorder } from '../intake/fact-recorder.ts';
+import type { SourceFact } from '../facts/types.ts';
 import type { NoticeMetrics } from '../observability/metrics.ts';
 import { advanceCursor, countGapIds, rewoundTo, type CursorState } from './gap-tracker.ts';
 import type { CursorStore } from './cursor-store.ts';
@@ -10,7 +11,7 @@ import { OutboxIdTooLargeError, type OutboxReader } from './reader.ts';
 import { rowIdentity, type OutboxSource } from './source.ts';
 import type { GapWatchStore } from './gap-watch-store.ts';
 import { LateCommitWatch } from './late-commit-watch.ts';
-import type { OutboxRow } from '../notices/types.ts';
+import type { OutboxRow } from '../facts/types.ts';
 
 export interface PollerStats {
   polls: number;

@@ -1,7 +1,7 @@
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { quoteIdentifier } from '../platform/mysql.ts';
 import { LIMITS } from '../intake/fact-validation.ts';
-import type { OutboxRow } from '../notices/types.ts';
+import type { OutboxRow } from '../facts/types.ts';
 import type { GapRange } from './gap-tracker.ts';
 import type { IdRange } from './gap-watch.ts';
 import type { OutboxSource } from './source.ts';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { MappedEvent, OutboxRow, SourceIdentity } from '../notices/types.ts';
+import type { MappedEvent, OutboxRow, SourceIdentity } from '../facts/types.ts';
 import { keyProblem, timestampProblem } from '../intake/fact-validation.ts';
 
 /**

@@ -4,11 +4,11 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { NoticeConfig } from '../config/schema.ts';
 import { modulesOf } from '../config/modules.ts';
-import { recipientProblem } from '../intake/fact-validation.ts';
 import { describeError } from '../platform/errors.ts';
 import type { PreferenceStore } from './store.ts';
 import type { QuietHoursStore } from '../quiet-hours/store.ts';
 import { quietHoursHandlers } from '../quiet-hours/api.ts';
+import { ownerOf, PreferenceRequestError } from './caller.ts';
 
 export const PREFERENCES_PROTO = fileURLToPath(new URL('../../proto/notice/preferences/v1/preferences.proto', import.meta.url));
 
@@ -38,32 +38,12 @@ export function preferenceGrid(config: NoticeConfig): PreferenceGrid {
   return { pairs, mandatory: new Set(config.preferences.mandatory_kinds) };
 }
 
-export class PreferenceRequestError extends Error {
-  constructor(
-    message: string,
-    readonly precondition = false,
-  ) {
-    super(message);
-  }
-}
-
-const caller = z.object({ app_code: z.string(), user_id: z.string() }, { error: 'caller is required (app_code and user_id from the authenticated session)' });
 const update = z.object({
   caller: z.unknown(),
   preferences: z
     .array(z.object({ notice_kind: z.string(), channel: z.string(), enabled: z.boolean() }), { error: 'preferences must be a list' })
     .max(100, 'preferences: at most 100 per call'),
 });
-
-export function ownerOf(raw: unknown): { appCode: string; userId: string } {
-  const parsed = caller.safeParse(raw);
-  if (!parsed.success) throw new PreferenceRequestError(parsed.error.issues[0]!.message);
-  const { app_code: appCode, user_id: userId } = parsed.data;
-  if (appCode === '' || appCode.length > 32) throw new PreferenceRequestError('caller.app_code must be 1 to 32 characters');
-  const problem = recipientProblem(userId);
-  if (problem) throw new PreferenceRequestError(`caller.${problem}`);
-  return { appCode, userId };
-}
 
 /** The calls, over the store: validation, ownership (every statement is the caller's), mandatory kinds. */
 export function preferenceHandlers(store: PreferenceStore, grid: PreferenceGrid, now: () => number = Date.now) {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ownerOf, PreferenceRequestError } from '../preferences/api.ts';
+import { ownerOf, PreferenceRequestError } from '../preferences/caller.ts';
 import type { QuietHoursStore } from './store.ts';
 import { quietHoursSchema } from './window.ts';
 

@@ -1,12 +1,13 @@
 import type { Logger } from 'pino';
 import { WakeableSleep } from '../app/wakeable-sleep.ts';
-import type { FactRecorder, SourceFact } from '../intake/fact-recorder.ts';
+import type { FactRecorder } from '../intake/fact-recorder.ts';
+import type { ParsedMessage, SourceFact } from '../facts/types.ts';
+
+export type { ParsedMessage } from '../facts/types.ts';
 import type { RejectStore } from '../intake/reject-store.ts';
 import { describeError } from '../platform/errors.ts';
 import type { MqMessage, MqReceiver } from './receiver.ts';
 import type { NoticeMetrics } from '../observability/metrics.ts';
-
-export type ParsedMessage = { kind: 'fact'; fact: SourceFact } | { kind: 'poison'; reason: string };
 
 export interface MqConsumerLoopOptions {
   sourceName: string;

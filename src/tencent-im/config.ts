@@ -1,3 +1,4 @@
+import type { BlockOf } from '../config/schema.ts';
 import { z } from 'zod';
 import { durationMs } from '../config/duration.ts';
 import { appCode, kindList } from '../config/primitives.ts';
@@ -104,3 +105,8 @@ export const tencentImConfigShape = {
   tencent_im: tencentIm.default(() => tencentIm.parse({})),
   offline_push: offlinePush.default(() => offlinePush.parse({})),
 };
+
+// The core's config type lists this block without importing this module (src/config/schema.ts ModuleBlocks).
+declare module '../config/schema.ts' {
+  interface ModuleBlocks extends BlockOf<typeof tencentImConfigShape> {}
+}

@@ -1,4 +1,4 @@
-import type { OfflinePushConfig } from '../config/schema.ts';
+import type { OfflinePushConfig } from './config.ts';
 import { withoutControlChars } from '../platform/text.ts';
 
 /** Tencent's `OfflinePushInfo` as notice-service sends it (on sendmsg and on timpush/batch). */

@@ -8,7 +8,7 @@ import { TestPki, type IssuedCert } from '../helpers/certs.ts';
 import type { NoticeProcess } from '../../cli/run-roles.ts';
 import { INBOX_PROTO } from '../../src/channels/inbox/api/inbox-service.ts';
 import { InboxStore } from '../../src/channels/inbox/store.ts';
-import { parseConfigText } from '../../src/config/load.ts';
+import { parseConfigText } from '../../src/composition/load.ts';
 
 /**
  * The inbox API's edge, as an attacker on the same network would try it: its own listener (never the health port),

@@ -4,7 +4,7 @@ import { insertActivityRows } from '../helpers/activity.ts';
 import { balanceChanged, insertWalletRows, vipActivated } from '../helpers/outbox.ts';
 import { startPipeline } from '../helpers/pipeline.ts';
 import { spawnNotice } from '../helpers/spawn.ts';
-import { configSchema } from '../../src/config/schema.ts';
+import { configSchema } from '../../src/composition/schema.ts';
 import { CHANNEL_MODULES } from '../../src/channels/registry.ts';
 import { dataIdOf } from '../../src/channels/tencent-push/channel.ts';
 import { fitOfflinePush, offlinePushBytes, renderOfflinePush } from '../../src/tencent-im/offline-push.ts';

@@ -1,5 +1,5 @@
 import DataLoader from 'dataloader';
-import type { InboxConfig } from '../../config/schema.ts';
+import type { InboxConfig } from './config.ts';
 import { isDataError } from '../../intake/fact-validation.ts';
 import type { LedgerRow } from '../../ledger/types.ts';
 import { CHANNEL_INBOX } from '../../ledger/types.ts';

@@ -1,3 +1,4 @@
+import type { BlockOf } from '../../config/schema.ts';
 import { z } from 'zod';
 import { durationMs } from '../../config/duration.ts';
 import { kindList, port } from '../../config/primitives.ts';
@@ -82,3 +83,8 @@ export const inbox = z.strictObject({
 export type InboxConfig = z.infer<typeof inbox>;
 
 export const inboxConfigShape = { inbox: inbox.default(() => inbox.parse({})) };
+
+// The core's config type lists this block without importing this module (src/config/schema.ts ModuleBlocks).
+declare module '../../config/schema.ts' {
+  interface ModuleBlocks extends BlockOf<typeof inboxConfigShape> {}
+}

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { InboxConfig } from '../../config/schema.ts';
+import type { InboxConfig } from './config.ts';
 import type { NoticeMetrics } from '../../observability/metrics.ts';
 import { describeError } from '../../platform/errors.ts';
 import type { InboxOwner, InboxStore } from './store.ts';

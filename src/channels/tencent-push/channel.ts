@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { OfflinePushConfig } from '../../config/schema.ts';
+import type { OfflinePushConfig } from '../../tencent-im/config.ts';
 import { CHANNEL_TENCENT_PUSH, formatKey, type LedgerRow } from '../../ledger/types.ts';
 import type { NoticeMetrics } from '../../observability/metrics.ts';
 import { renderOfflinePush, withDigestCount, type OfflinePushInfo } from '../../tencent-im/offline-push.ts';

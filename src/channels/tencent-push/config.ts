@@ -1,3 +1,4 @@
+import type { BlockOf } from '../../config/schema.ts';
 import { z } from 'zod';
 import { durationMs } from '../../config/duration.ts';
 import { kindList } from '../../config/primitives.ts';
@@ -60,3 +61,8 @@ export const tencentPush = z.strictObject({
 export type TencentPushConfig = z.infer<typeof tencentPush>;
 
 export const tencentPushConfigShape = { tencent_push: tencentPush.default(() => tencentPush.parse({})) };
+
+// The core's config type lists this block without importing this module (src/config/schema.ts ModuleBlocks).
+declare module '../../config/schema.ts' {
+  interface ModuleBlocks extends BlockOf<typeof tencentPushConfigShape> {}
+}

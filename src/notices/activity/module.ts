@@ -1,3 +1,4 @@
+import type { BlockOf } from '../../config/schema.ts';
 import { outboxSourceShape } from '../../config/primitives.ts';
 import { userOutboxDdl } from '../outbox-ddl.ts';
 import type { SourceModule } from '../types.ts';
@@ -6,6 +7,11 @@ import { activityOutboxSource } from './source.ts';
 import { ACTIVITY_SOURCE_NAME } from './mapping.ts';
 
 const configShape = outboxSourceShape('activity', 'hyapp_activity');
+
+// The core's config type lists this block without importing this module (src/config/schema.ts ModuleBlocks).
+declare module '../../config/schema.ts' {
+  interface ModuleBlocks extends BlockOf<typeof configShape> {}
+}
 
 /** activity-service's outbox: rewards, finished tasks, system notices. */
 export const activityModule: SourceModule<typeof configShape> = {

@@ -1,3 +1,4 @@
+import type { BlockOf } from '../../config/schema.ts';
 import { mqSubscription, outboxSourceShape } from '../../config/primitives.ts';
 import type { SourceModule } from '../types.ts';
 import { ROOM_NOTICE, ROOM_SOURCE_NAME } from './mapping.ts';
@@ -6,6 +7,12 @@ import { roomOutboxSource } from './source.ts';
 
 const configShape = outboxSourceShape('room', 'hyapp_room');
 const mqShape = { room_outbox: mqSubscription({ topic: 'hyapp_room_outbox', consumer_group: 'hyapp-notice-room-outbox' }) };
+
+// The core's config type lists this block without importing this module (src/config/schema.ts ModuleBlocks).
+declare module '../../config/schema.ts' {
+  interface ModuleBlocks extends BlockOf<typeof configShape> {}
+  interface MqSubscriptions extends BlockOf<typeof mqShape> {}
+}
 
 /** room-service's outbox (kicks, rocket rewards), also published to RocketMQ topic hyapp_room_outbox. */
 export const roomModule: SourceModule<typeof configShape, typeof mqShape> = {

@@ -1,5 +1,5 @@
 import { revocationOf } from '../revocation-fact.ts';
-import type { SourceFact } from '../../intake/fact-recorder.ts';
+import type { SourceFact } from '../../facts/types.ts';
 import { LIMITS } from '../../intake/fact-validation.ts';
 import { describeZodError, parsePayloadJson } from '../payload-json.ts';
 import { mapRoomFact, ROOM_SOURCE_NAME } from './mapping.ts';

@@ -1,3 +1,4 @@
+import type { BlockOf } from '../../config/schema.ts';
 import { outboxSourceShape } from '../../config/primitives.ts';
 import { userOutboxDdl } from '../outbox-ddl.ts';
 import type { SourceModule } from '../types.ts';
@@ -5,6 +6,11 @@ import { VIP_NOTICE, WALLET_NOTICE } from './mapping.ts';
 import { WALLET_SOURCE_NAME, walletOutboxSource } from './source.ts';
 
 const configShape = outboxSourceShape('wallet', 'hyapp_wallet');
+
+// The core's config type lists this block without importing this module (src/config/schema.ts ModuleBlocks).
+declare module '../../config/schema.ts' {
+  interface ModuleBlocks extends BlockOf<typeof configShape> {}
+}
 
 /** wallet-service's outbox: balance changes and VIP activations. */
 export const walletModule: SourceModule<typeof configShape> = {

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import type { InboxConfig } from '../../../config/schema.ts';
+import type { InboxConfig } from '../config.ts';
 import { describeError } from '../../../platform/errors.ts';
 import type { InboxItem, InboxOwner, InboxStore, UnreadCount } from '../store.ts';
 import { decodePageToken, encodePageToken } from './page-token.ts';

@@ -6,7 +6,7 @@ import type { InboxOwner } from '../store.ts';
 import { readFileSync } from 'node:fs';
 import type * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import type { InboxConfig } from '../../../config/schema.ts';
+import type { InboxConfig } from '../config.ts';
 import { isLoopbackHost } from '../../../config/loopback.ts';
 import { createMysqlPool, type Pool } from '../../../platform/mysql.ts';
 import { InboxStore } from '../store.ts';

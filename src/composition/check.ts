@@ -1,5 +1,5 @@
 import { channelModules } from '../channels/registry.ts';
-import type { NoticeConfig } from './schema.ts';
+import type { NoticeConfig } from '../config/schema.ts';
 
 /**
  * What each listener of this config would bind and how it is guarded, after checking what parsing cannot (the TLS

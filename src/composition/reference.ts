@@ -1,7 +1,8 @@
 import ms from 'ms';
 import { z } from 'zod';
-import { configSchemaFor, type NoticeConfig } from './schema.ts';
-import type { ModuleSet } from './modules.ts';
+import type { NoticeConfig } from '../config/schema.ts';
+import { configSchemaFor } from './schema.ts';
+import type { ModuleSet } from '../config/modules.ts';
 
 type JsonSchema = {
   type?: string;

@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { routingProblems } from '../channels/routing.ts';
 import { parse as parseYaml } from 'yaml';
-import { configSchema, configSchemaFor, type NoticeConfig } from './schema.ts';
-import type { ModuleSet } from './modules.ts';
+import type { NoticeConfig } from '../config/schema.ts';
+import { configSchema, configSchemaFor } from './schema.ts';
+import type { ModuleSet } from '../config/modules.ts';
 import { channelModules } from '../channels/registry.ts';
-import { interpolate, type InterpolationProblem } from './interpolate.ts';
+import { interpolate, type InterpolationProblem } from '../config/interpolate.ts';
 
 /** Thrown when the config cannot be used; the message names every bad key at once. */
 export class ConfigError extends Error {

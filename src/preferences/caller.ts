@@ -1,0 +1,24 @@
+import { z } from 'zod';
+import { recipientProblem } from '../intake/fact-validation.ts';
+
+/** A request the preferences API refuses, in words the caller can act on (INVALID_ARGUMENT or FAILED_PRECONDITION). */
+export class PreferenceRequestError extends Error {
+  constructor(
+    message: string,
+    readonly precondition = false,
+  ) {
+    super(message);
+  }
+}
+
+const caller = z.object({ app_code: z.string(), user_id: z.string() }, { error: 'caller is required (app_code and user_id from the authenticated session)' });
+/** The authenticated caller a preference call acts for: every statement it makes is about this user only. */
+export function ownerOf(raw: unknown): { appCode: string; userId: string } {
+  const parsed = caller.safeParse(raw);
+  if (!parsed.success) throw new PreferenceRequestError(parsed.error.issues[0]!.message);
+  const { app_code: appCode, user_id: userId } = parsed.data;
+  if (appCode === '' || appCode.length > 32) throw new PreferenceRequestError('caller.app_code must be 1 to 32 characters');
+  const problem = recipientProblem(userId);
+  if (problem) throw new PreferenceRequestError(`caller.${problem}`);
+  return { appCode, userId };
+}
