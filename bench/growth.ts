@@ -1,5 +1,5 @@
 import { createWorld } from './world.ts';
-import { channelQueueSpecs } from '../src/channels/registry.ts';
+import { channelQueueSpecs } from '../src/channels/channel-set.ts';
 import { channelRoutes } from '../src/channels/routing.ts';
 import { median } from './proc-stats.ts';
 import { createLogger } from '../src/platform/logger.ts';

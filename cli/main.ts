@@ -9,8 +9,8 @@ import { outputFormat } from '../src/ops/cli-format.ts';
 import { RoleConfigError } from '../src/app/role.ts';
 import { ingestEnabled } from '../src/notices/sources.ts';
 import type { RoleName } from './run-roles.ts';
-import { CHANNEL_MODULES, channelRoles } from '../src/channels/registry.ts';
-import { SOURCE_MODULES } from '../src/notices/registry.ts';
+import { channelRoles } from '../src/channels/channel-set.ts';
+import { REGISTERED_MODULES } from '../src/composition/schema.ts';
 import { sourceModules, sourceSettings } from '../src/notices/sources.ts';
 // Each command imports what it needs when it runs, so a deliver process never loads express or the MQ client.
 
@@ -79,7 +79,7 @@ for (const [name, roles, description] of [
   ['all', null, 'every enabled role in one process'],
   ['dashboard', ['dashboard'], 'bull-board and the ledger search/requeue page, behind basic auth'],
   // Roles a channel serves beyond delivery (the inbox's gRPC API), from its module.
-  ...CHANNEL_MODULES.flatMap((m) => (m.roles ?? []).map((r) => [r.name, [r.name], r.description] as const)),
+  ...REGISTERED_MODULES.channels.flatMap((m) => (m.roles ?? []).map((r) => [r.name, [r.name], r.description] as const)),
 ] as const) {
   program
     .command(name)
@@ -158,7 +158,7 @@ const demoCommand = program
   .addOption(configOption())
   .option('--rate <n>', 'rows per second of the main stream (the wallet); the others write a share of it', '5')
   .option('--total <n>', 'stop after this many rows of the main stream (0 = run until stopped)', '0');
-for (const module of SOURCE_MODULES) {
+for (const module of REGISTERED_MODULES.sources) {
   const demo = module.demo;
   if (demo?.flag) demoCommand.option(`--${demo.flag.name}`, demo.flag.description, false);
   for (const option of demo?.options ?? []) demoCommand.option(`--${option.name}`, option.description, false);

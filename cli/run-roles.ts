@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { channelQueueSpecs, channelRoles } from '../src/channels/registry.ts';
+import { channelQueueSpecs, channelRoles } from '../src/channels/channel-set.ts';
 import type { NoticeConfig } from '../src/config/schema.ts';
 import { createMysqlPool, type Pool } from '../src/platform/mysql.ts';
 import { createRedis, type Redis } from '../src/platform/redis.ts';

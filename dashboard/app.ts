@@ -7,7 +7,7 @@ import type { NoticeConfig } from '../src/config/schema.ts';
 import { LedgerQueries } from '../src/ledger/queries.ts';
 import { LedgerRepository } from '../src/ledger/repository.ts';
 import { sourcePolicy } from '../src/notices/sources.ts';
-import { channelModule, channelModules, channelQueueSpecs } from '../src/channels/registry.ts';
+import { channelModule, channelModules, channelQueueSpecs } from '../src/channels/channel-set.ts';
 import { AuditLog } from '../src/ops/audit-log.ts';
 import { DELIVERY_STATUSES, STATUS_TABLE } from '../src/ledger/status.ts';
 import { clockParts } from '../src/platform/clock.ts';

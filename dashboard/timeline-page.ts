@@ -1,5 +1,5 @@
 import { escapeHtml, VISIBLE_SCRIPT } from './notices-page.ts';
-import { allErrorGuideEntries, errorAnchor } from '../src/ops/error-guide.ts';
+import { allErrorGuideEntries, errorAnchor } from '../src/ledger/error-guide.ts';
 
 interface PageOptions {
   base: string;

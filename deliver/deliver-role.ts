@@ -20,7 +20,8 @@ import { Reconciler } from '../src/delivery/reconciler.ts';
 import { BatchedLedger } from '../src/ledger/batched-ledger.ts';
 import { RejectStore } from '../src/intake/reject-store.ts';
 import { DeliveryHistory } from '../src/ledger/history.ts';
-import { channelModule, type ChannelModule } from '../src/channels/registry.ts';
+import { channelModule, channelModules } from '../src/channels/channel-set.ts';
+import type { ChannelModule } from '../src/channels/types.ts';
 import { routedChannels } from '../src/channels/routing.ts';
 import type { DeliveryChannel } from '../src/channels/types.ts';
 import type { DeliveryOutcome, DeliveryPorts } from '../src/delivery/deliver-once.ts';
@@ -31,7 +32,6 @@ import { respectPreferences } from '../src/delivery/wrappers/respect-preferences
 import { respectQuietHours } from '../src/delivery/wrappers/respect-quiet-hours.ts';
 import { UserSettingsLookup } from '../src/delivery/user-settings.ts';
 import { escalateIfUnread } from '../src/delivery/wrappers/escalate-if-unread.ts';
-import { InboxReadState } from '../src/channels/inbox/read-state.ts';
 import { gatherDigest, roomOf } from '../src/delivery/wrappers/gather-digest.ts';
 import { DigestStore } from '../src/digests/store.ts';
 import { tencentApps } from '../src/config/tencent-apps.ts';
@@ -100,7 +100,9 @@ export class DeliverRole implements Role {
     const port = deliveryLedger(hot, ledger, this.workerId);
     // One read for every channel: a claim batch's preferences and quiet hours are one statement.
     const settings = new UserSettingsLookup(this.pool, { preferences: this.config.preferences.enabled, quietHours: this.config.quiet_hours.enabled });
-    const inboxState = new InboxReadState(this.pool);
+    // The read states of the channel users read (the inbox), for escalation; none registered: every item counts unread.
+    const reader = channelModules(this.config).find((m) => m.readStates);
+    const readStates = reader ? await reader.readStates!(this.pool) : { stateOf: async () => 'not_yet' as const };
     const digests = new DigestStore(this.pool);
     for (const module of this.modules) {
       const sender = await module.create({
@@ -118,7 +120,7 @@ export class DeliverRole implements Role {
       const escalating = module.escalateAfterMs
         ? escalateIfUnread(sender, {
             afterMs: (kind) => module.escalateAfterMs!(this.config, kind),
-            stateOf: (fact) => inboxState.stateOf(fact),
+            stateOf: (fact) => readStates.stateOf(fact),
           })
         : sender;
       const digesting = module.digestRule

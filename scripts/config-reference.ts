@@ -1,7 +1,6 @@
 // Writes docs/config-reference.md from the zod schema (npm run docs:config).
 import { writeFileSync } from 'node:fs';
 import { configReference } from '../src/composition/reference.ts';
-import { CHANNEL_MODULES } from '../src/channels/registry.ts';
-import { SOURCE_MODULES } from '../src/notices/registry.ts';
+import { REGISTERED_MODULES } from '../src/composition/schema.ts';
 
-writeFileSync(new URL('../docs/config-reference.md', import.meta.url), configReference({ channels: CHANNEL_MODULES, sources: SOURCE_MODULES }));
+writeFileSync(new URL('../docs/config-reference.md', import.meta.url), configReference(REGISTERED_MODULES));

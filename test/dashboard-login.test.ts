@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { createTestEnv, type TestEnv } from './helpers/env.ts';
 import { createDashboardApp } from '../dashboard/app.ts';
 import { createDeliverQueues, type DeliverQueues } from '../queues/deliver-queue.ts';
-import { channelQueueSpecs } from '../src/channels/registry.ts';
+import { channelQueueSpecs } from '../src/channels/channel-set.ts';
 import { createRedis, type Redis } from '../src/platform/redis.ts';
 
 /** The login edge: what a failed login logs, how guessing is slowed, and what the answers announce. */

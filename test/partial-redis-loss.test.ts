@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { channelQueueSpecs } from '../src/channels/registry.ts';
+import { channelQueueSpecs } from '../src/channels/channel-set.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import type { Queue } from 'bullmq';

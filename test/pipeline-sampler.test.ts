@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { createTestEnv, type TestEnv } from './helpers/env.ts';
 import { createDeliverQueues } from '../queues/deliver-queue.ts';
-import { channelQueueSpecs } from '../src/channels/registry.ts';
+import { channelQueueSpecs } from '../src/channels/channel-set.ts';
 import { PipelineSampler } from '../dashboard/pipeline-sampler.ts';
 
 let env: TestEnv | undefined;

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { channelQueueSpecs } from '../src/channels/registry.ts';
+import { channelQueueSpecs } from '../src/channels/channel-set.ts';
 import { pino } from 'pino';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';

@@ -103,7 +103,7 @@ describe('requeue of failed rows while the provider still fails', () => {
     await proc.stop();
     proc = undefined;
     const { createDeliverQueues } = await import('../queues/deliver-queue.ts');
-    const { channelQueueSpecs } = await import('../src/channels/registry.ts');
+    const { channelQueueSpecs } = await import('../src/channels/channel-set.ts');
     const { createRedis } = await import('../src/platform/redis.ts');
     const redis = createRedis(env.config.redis.url, 'producer');
     const queues = createDeliverQueues(redis, env.config.redis.prefix, channelQueueSpecs(env.config));

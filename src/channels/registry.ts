@@ -1,41 +1,6 @@
-import type { NoticeConfig } from '../config/schema.ts';
-import { modulesOf } from '../config/modules.ts';
-import type { ChannelModule } from './types.ts';
 import { tencentImC2cModule } from './tencent-im-c2c/module.ts';
 import { inboxModule } from './inbox/module.ts';
 import { tencentPushModule } from './tencent-push/module.ts';
 
-export type { ChannelContext, ChannelModule } from './types.ts';
-
 /** Every delivery channel, one line each: a new channel is a folder under src/channels/ and a line here. */
 export const CHANNEL_MODULES = [tencentImC2cModule, inboxModule, tencentPushModule] as const;
-
-/** The channels of this config's modules, in registry order (the order of routing, queues and pages). */
-export function channelModules(config: NoticeConfig): readonly ChannelModule[] {
-  return modulesOf(config).channels;
-}
-
-export function channelNames(config: NoticeConfig): string[] {
-  return channelModules(config).map((m) => m.name);
-}
-
-export function channelModule(config: NoticeConfig, name: string): ChannelModule | undefined {
-  return channelModules(config).find((m) => m.name === name);
-}
-
-/** Channel → the kinds it takes, for routing. */
-export function channelKinds(config: NoticeConfig): Map<string, readonly string[]> {
-  return new Map(channelModules(config).map((m) => [m.name, m.kinds(config)]));
-}
-
-/** The queues of every registered channel (a channel no kind routes to still has its queue, so its rows can drain). */
-export function channelQueueSpecs(config: NoticeConfig): Array<{ channel: string; ownQueueKinds: readonly string[]; apps: readonly string[] }> {
-  // Each app of tencent_im.apps has queues of its own, so its backlog never stands before another app's notices.
-  const apps = Object.keys(config.tencent_im.apps);
-  return channelModules(config).map((m) => ({ channel: m.name, ownQueueKinds: m.ownQueueKinds(config), apps }));
-}
-
-/** Roles channels serve beyond delivery (the inbox API), by name. */
-export function channelRoles(config: NoticeConfig) {
-  return channelModules(config).flatMap((m) => m.roles ?? []);
-}

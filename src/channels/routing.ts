@@ -1,5 +1,5 @@
 import type { NoticeConfig } from '../config/schema.ts';
-import { channelKinds, channelNames } from './registry.ts';
+import { channelKinds, channelNames } from './channel-set.ts';
 
 import type { ChannelRoutes } from './types.ts';
 

@@ -1,4 +1,4 @@
-import type { UserSettings } from '../delivery/user-settings.ts';
+import type { QuietHours } from '../quiet-hours/window.ts';
 import type { Pool } from 'mysql2/promise';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -38,6 +38,13 @@ export type ChannelOutcome =
 
 /** What taking back a sent notice came to (a revocation): withdrawn, or why not (retry later, or never). */
 export type WithdrawResult = { kind: 'withdrawn'; note: string } | { kind: 'retry' | 'permanent'; code: string; message: string };
+
+/** What one user decided that delivery must respect: the kinds they turned off per channel, and their quiet hours. */
+export interface UserSettings {
+  /** `choiceKey(kind, channel)` of every choice the user turned off. */
+  off: ReadonlySet<string>;
+  quietHours: QuietHours | null;
+}
 
 export interface SendContext {
   /** When the claim's ledger lock ends (null: no lock); a send must end before it. */
@@ -85,6 +92,14 @@ export interface ChannelLedger {
     channel: string,
     sinceMs: number,
   ): Promise<Array<LedgerKey & { atMs: number; inFlight: boolean; noticeKind: string }>>;
+}
+
+/** Where a fact's item in a readable channel (the inbox) stands: unread, read (or archived), gone (deleted), or not there yet. */
+export type ItemReadState = 'unread' | 'read' | 'gone' | 'not_yet';
+
+/** How other channels' decisions ask whether a fact's item was read (a push escalated only if unread). */
+export interface ReadStates {
+  stateOf(fact: Omit<LedgerKey, 'channel'>): Promise<ItemReadState>;
 }
 
 /** Which channels a fact of this type and kind goes to (the routing decision, made outside any channel). */
@@ -153,6 +168,8 @@ export interface ChannelModule<Shape extends z.ZodRawShape = z.ZodRawShape> {
   roles?: readonly ChannelRoleSpec[];
   /** What `config check` prints of its listeners and their guards. */
   listeners?(config: NoticeConfig): Promise<string[]>;
+  /** A channel whose items users read (the inbox): the read states escalation asks about. */
+  readStates?(pool: Pool): Promise<ReadStates>;
   /** Its conformance probe, loaded only by the conformance suite (test/channels/conformance.ts). */
   probe(): Promise<ChannelProbe>;
 }

@@ -1,4 +1,4 @@
-import { channelModules } from '../channels/registry.ts';
+import { channelModules } from '../channels/channel-set.ts';
 import type { NoticeConfig } from '../config/schema.ts';
 
 /**

@@ -3,8 +3,8 @@ import { routingProblems } from '../channels/routing.ts';
 import { parse as parseYaml } from 'yaml';
 import type { NoticeConfig } from '../config/schema.ts';
 import { configSchema, configSchemaFor } from './schema.ts';
-import type { ModuleSet } from '../config/modules.ts';
-import { channelModules } from '../channels/registry.ts';
+import type { ModuleSet } from '../modules/module-set.ts';
+import { channelModules } from '../channels/channel-set.ts';
 import { interpolate, type InterpolationProblem } from '../config/interpolate.ts';
 
 /** Thrown when the config cannot be used; the message names every bad key at once. */

@@ -2,7 +2,7 @@ import ms from 'ms';
 import { z } from 'zod';
 import type { NoticeConfig } from '../config/schema.ts';
 import { configSchemaFor } from './schema.ts';
-import type { ModuleSet } from '../config/modules.ts';
+import type { ModuleSet } from '../modules/module-set.ts';
 
 type JsonSchema = {
   type?: string;

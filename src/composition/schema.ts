@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { CHANNEL_MODULES } from '../channels/registry.ts';
 import { SOURCE_MODULES } from '../notices/registry.ts';
 import { coreShape, rocketmqShape, type NoticeConfig } from '../config/schema.ts';
-import { duplicateModuleProblems, MODULES, type ModuleSet } from '../config/modules.ts';
+import { duplicateModuleProblems, MODULES, type ModuleSet } from '../modules/module-set.ts';
 
 /**
  * The config schema for a set of modules: the core keys, each channel's block and each source's keys. The parsed

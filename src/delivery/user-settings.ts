@@ -1,15 +1,11 @@
 import DataLoader from 'dataloader';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { groupCommit } from '../platform/group-commit.ts';
+import type { UserSettings } from '../channels/types.ts';
 import type { QuietHours } from '../quiet-hours/window.ts';
-import { keyString, quietHoursOfRow, type UserKey } from '../quiet-hours/store.ts';
 
-/** What one user decided that delivery must respect: the kinds they turned off per channel, and their quiet hours. */
-export interface UserSettings {
-  /** `choiceKey(kind, channel)` of every choice the user turned off. */
-  off: ReadonlySet<string>;
-  quietHours: QuietHours | null;
-}
+export type { UserSettings } from '../channels/types.ts';
+import { keyString, quietHoursOfRow, type UserKey } from '../quiet-hours/store.ts';
 
 export const choiceKey = (noticeKind: string, channel: string) => `${noticeKind}\u0000${channel}`;
 

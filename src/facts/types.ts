@@ -39,3 +39,18 @@ export interface SourceFact {
 }
 
 export type ParsedMessage = { kind: 'fact'; fact: SourceFact } | { kind: 'poison'; reason: string };
+
+/**
+ * An owner outbox table the poller can read. The cursor machinery knows nothing of domains: a notice module
+ * supplies the table, the columns it needs, and the pure mapping of a row.
+ */
+export interface OutboxSource {
+  /** `source_name` in the ledger and the cursor key, e.g. `wallet_outbox`. */
+  readonly sourceName: string;
+  readonly database: string;
+  readonly table: string;
+  /** Columns to select besides `id`. */
+  readonly columns: readonly string[];
+  identify(row: OutboxRow): SourceIdentity;
+  map(row: OutboxRow, recordedAtMs: number): MappedEvent;
+}

@@ -1,5 +1,5 @@
 import { formatTime } from '../platform/clock.ts';
-import { errorGuideFor, errorLinkAnchor } from '../ops/error-guide.ts';
+import { errorGuideFor, errorLinkAnchor } from './error-guide.ts';
 import { STATUS_TABLE } from './status.ts';
 import type { LedgerRow } from './types.ts';
 import type { TimelineFact } from './timeline.ts';

@@ -1,7 +1,7 @@
 import { formatKey, type LedgerRow } from './types.ts';
 import type { DeliveryHistory } from './history.ts';
 import { STATUS_TABLE } from './status.ts';
-import { errorLinkAnchor } from '../ops/error-guide.ts';
+import { errorLinkAnchor } from './error-guide.ts';
 
 /**
  * What operators see of a ledger row in lists and searches (snake_case, like the table): never the payload, which

@@ -1,7 +1,7 @@
 import { revocationOf } from './revocation-fact.ts';
 import type { OutboxRow } from './types.ts';
 import type { NoticeConfig, MqSubscriptionConfig, OutboxWorkerConfig, OwnerShardConfig } from '../config/schema.ts';
-import { modulesOf, settingsOf } from '../config/modules.ts';
+import { modulesOf, settingsOf } from '../modules/module-set.ts';
 import type { OutboxSource } from '../outbox/source.ts';
 import type { ParsedMessage } from '../rocketmq/consumer-loop.ts';
 import type { SourceModule } from './types.ts';

@@ -2,8 +2,7 @@ import type { z } from 'zod';
 import type { Pool } from 'mysql2/promise';
 import type { Logger } from 'pino';
 import type { NoticeConfig } from '../config/schema.ts';
-import type { OutboxSource } from '../outbox/source.ts';
-import type { ParsedMessage } from '../facts/types.ts';
+import type { OutboxSource, ParsedMessage } from '../facts/types.ts';
 
 export type { MappedEvent, OutboxRow, ParsedMessage, SourceIdentity } from '../facts/types.ts';
 

@@ -1,4 +1,4 @@
-import { channelNames, channelQueueSpecs } from '../channels/registry.ts';
+import { channelNames, channelQueueSpecs } from '../channels/channel-set.ts';
 import type { NoticeConfig } from '../config/schema.ts';
 import { createMysqlPool } from '../platform/mysql.ts';
 import { createRedis } from '../platform/redis.ts';

@@ -1,4 +1,4 @@
-import { errorGuideMarkdown } from './error-guide.ts';
+import { errorGuideMarkdown } from '../ledger/error-guide.ts';
 
 const START = '<!-- error-codes:start -->';
 const END = '<!-- error-codes:end -->';

@@ -1,12 +1,12 @@
 import type { NoticeConfig } from '../config/schema.ts';
 import type { Pool } from '../platform/mysql.ts';
-import { channelNames } from '../channels/registry.ts';
+import { channelNames } from '../channels/channel-set.ts';
 import { sourceModules } from '../notices/sources.ts';
 import { LedgerQueries, type FailedCursor, type FailedFilter } from '../ledger/queries.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus } from '../ledger/status.ts';
 import { RoleConfigError } from '../app/role.ts';
 import { formatTime } from '../platform/clock.ts';
-import { errorGuideFor } from './error-guide.ts';
+import { errorGuideFor } from '../ledger/error-guide.ts';
 import { parseSince } from './since.ts';
 import { noticeKindsOf, oneOf, withResources } from './cli-ops.ts';
 import { showControls } from '../platform/text.ts';

@@ -1,21 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { MappedEvent, OutboxRow, SourceIdentity } from '../facts/types.ts';
-import { keyProblem, timestampProblem } from '../intake/fact-validation.ts';
+import type { OutboxRow, SourceIdentity } from '../facts/types.ts';
 
-/**
- * An owner outbox table the poller can read. The cursor machinery knows nothing of domains: a notice module
- * supplies the table, the columns it needs, and the pure mapping of a row.
- */
-export interface OutboxSource {
-  /** `source_name` in the ledger and the cursor key, e.g. `wallet_outbox`. */
-  readonly sourceName: string;
-  readonly database: string;
-  readonly table: string;
-  /** Columns to select besides `id`. */
-  readonly columns: readonly string[];
-  identify(row: OutboxRow): SourceIdentity;
-  map(row: OutboxRow, recordedAtMs: number): MappedEvent;
-}
+export type { OutboxSource } from '../facts/types.ts';
+import { keyProblem, timestampProblem } from '../intake/fact-validation.ts';
 
 /**
  * The ledger identity of an outbox row. A row whose event_id or app_code is missing or does not fit gets a stable

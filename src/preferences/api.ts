@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { NoticeConfig } from '../config/schema.ts';
-import { modulesOf } from '../config/modules.ts';
+import { modulesOf } from '../modules/module-set.ts';
 import { describeError } from '../platform/errors.ts';
 import type { PreferenceStore } from './store.ts';
 import type { QuietHoursStore } from '../quiet-hours/store.ts';

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTestEnv, MYSQL_HOST, MYSQL_PORT, mysqlServerVia, TEST_SECRET, type TestEnv } from '../helpers/env.ts';
 import { TcpProxy } from '../helpers/tcp-proxy.ts';
 import type { ChannelModule, ChannelOutcome, ChannelProbe, DeliveryChannel, ProbeWorld } from '../../src/channels/types.ts';
-import type { ModuleSet } from '../../src/config/modules.ts';
+import type { ModuleSet } from '../../src/modules/module-set.ts';
 import type { LedgerRow } from '../../src/ledger/types.ts';
 import { channelContextFor, claimRow, insertAndClaim } from '../helpers/ledger.ts';
 

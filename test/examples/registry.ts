@@ -1,4 +1,4 @@
-import type { ModuleSet } from '../../src/config/modules.ts';
+import type { ModuleSet } from '../../src/modules/module-set.ts';
 import { CHANNEL_MODULES } from '../../src/channels/registry.ts';
 import { SOURCE_MODULES } from '../../src/notices/registry.ts';
 import { webhookModule } from './channels/webhook/module.ts';

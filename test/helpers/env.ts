@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { stringify as toYaml } from 'yaml';
 import type { NoticeConfig } from '../../src/config/schema.ts';
 import { configSchema, configSchemaFor } from '../../src/composition/schema.ts';
-import type { ModuleSet } from '../../src/config/modules.ts';
+import type { ModuleSet } from '../../src/modules/module-set.ts';
 import { SOURCE_MODULES } from '../../src/notices/registry.ts';
 import { runMigrations } from '../../src/db/migrate.ts';
 import { createMysqlPool } from '../../src/platform/mysql.ts';

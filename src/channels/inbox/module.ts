@@ -36,6 +36,7 @@ export const inboxModule: ChannelModule<typeof inboxConfigShape> = {
     return problems;
   },
   create: async (ctx) => (await import('./channel.ts')).inboxChannel(ctx),
+  readStates: async (pool) => new (await import('./read-state.ts')).InboxReadState(pool),
   roles: [
     {
       name: 'inbox-api',

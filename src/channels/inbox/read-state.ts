@@ -3,14 +3,15 @@ import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { CHANNEL_INBOX, type LedgerKey } from '../../ledger/types.ts';
 import { groupCommit } from '../../platform/group-commit.ts';
 import { factHash } from './store.ts';
+import type { ItemReadState, ReadStates } from '../types.ts';
 
 /** Where a fact's inbox item stands: unread, read (or archived), gone (delivered, then deleted), or not there yet. */
-export type InboxItemState = 'unread' | 'read' | 'gone' | 'not_yet';
+export type InboxItemState = ItemReadState;
 
 type Fact = Omit<LedgerKey, 'channel'>;
 
 /** Read state of facts' inbox items for other channels' decisions (push only if unread); one statement per batch. */
-export class InboxReadState {
+export class InboxReadState implements ReadStates {
   private readonly batch = groupCommit();
   private readonly loader: DataLoader<Fact, InboxItemState, string>;
 

@@ -1,5 +1,4 @@
-import type { DeliveryChannel } from '../../channels/types.ts';
-import type { InboxItemState } from '../../channels/inbox/read-state.ts';
+import type { DeliveryChannel, ItemReadState } from '../../channels/types.ts';
 import type { LedgerKey } from '../../ledger/types.ts';
 
 /**
@@ -9,7 +8,7 @@ import type { LedgerKey } from '../../ledger/types.ts';
  */
 export function escalateIfUnread(
   channel: DeliveryChannel,
-  decide: { afterMs(noticeKind: string): number | null; stateOf(fact: Omit<LedgerKey, 'channel'>): Promise<InboxItemState>; now?: () => number },
+  decide: { afterMs(noticeKind: string): number | null; stateOf(fact: Omit<LedgerKey, 'channel'>): Promise<ItemReadState>; now?: () => number },
 ): DeliveryChannel {
   const now = decide.now ?? Date.now;
   return {

@@ -1,4 +1,4 @@
-import { settingsOf } from '../../../../src/config/modules.ts';
+import { settingsOf } from '../../../../src/modules/module-set.ts';
 import type { ChannelModule } from '../../../../src/channels/types.ts';
 import { webhookConfigShape, type WebhookConfig } from './config.ts';
 

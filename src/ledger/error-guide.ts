@@ -192,7 +192,7 @@ const UNKNOWN: ErrorGuideEntry = {
   title: 'a code this guide does not list',
   retried: false,
   action:
-    "Unknown Tencent codes are treated as permanent (a retry would only burn quota). Look it up in Tencent's error-code page (docs/how-it-works.md links it) and add it to src/ops/error-guide.ts.",
+    "Unknown Tencent codes are treated as permanent (a retry would only burn quota). Look it up in Tencent's error-code page (docs/how-it-works.md links it) and add it to src/ledger/error-guide.ts.",
 };
 
 /** Where a row's code links: its own anchor, its group's first (HTTP_502 → HTTP_5xx), or the unknown-code row. */
