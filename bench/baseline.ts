@@ -1,3 +1,4 @@
+import { tencentApps } from '../src/tencent-im/apps.ts';
 import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { TencentImClient } from '../src/tencent-im/client.ts';
 import { UserSigCache } from '../src/tencent-im/usersig.ts';
@@ -18,16 +19,17 @@ export async function runBaseline(
     `CREATE TABLE IF NOT EXISTS \`${db}\`.baseline_claims (id BIGINT UNSIGNED PRIMARY KEY, status VARCHAR(16) NOT NULL, locked_by VARCHAR(64), lock_until_ms BIGINT, KEY (status, id))`,
   );
   const im = config.tencent_im;
+  const app = [...tencentApps(config).values()][0]!;
   const client = new TencentImClient(
     {
       baseUrl: im.base_url,
-      sdkAppId: im.sdk_app_id,
+      sdkAppId: app.sdkAppId,
       adminIdentifier: im.admin_identifier,
       requestTimeoutMs: im.request_timeout,
       msgLifeTimeMs: im.msg_lifetime,
       maxSockets: 1,
     },
-    new UserSigCache(im.sdk_app_id, im.secret_key, im.admin_identifier, im.usersig_ttl),
+    new UserSigCache(app.sdkAppId, app.secretKey, im.admin_identifier, im.usersig_ttl),
   );
   const started = Date.now();
   let delivered = 0;

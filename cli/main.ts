@@ -117,6 +117,8 @@ program
     const listeners = await listenerSummary(config);
     console.log(`${file}: valid`);
     for (const line of listeners) console.log(`  ${line}`);
+    const { configDeprecations } = await import('../src/composition/load.ts');
+    for (const note of configDeprecations(config)) console.log(`  deprecated: ${note}`);
   });
 
 program
@@ -131,14 +133,10 @@ program
     const port = Number(opts.port);
     if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RoleConfigError(`--port must be a port number, got "${opts.port}"`);
     const { FakeImServer } = await import('../src/fake-im/server.ts');
-    const { tencentApps } = await import('../src/config/tencent-apps.ts');
-    // Every app of the config, each verifying its own UserSig (tencent_im.app_code and tencent_im.apps).
+    const { tencentApps } = await import('../src/tencent-im/apps.ts');
+    // Every app of the config with Tencent credentials (apps.<app_code>.tencent_im), each verifying its own UserSig.
     const apps = [...tencentApps(config).values()].map((a) => ({ sdkAppId: a.sdkAppId, secretKey: a.secretKey, adminIdentifier: a.adminIdentifier }));
-    const first = apps[0] ?? {
-      sdkAppId: config.tencent_im.sdk_app_id,
-      secretKey: config.tencent_im.secret_key,
-      adminIdentifier: config.tencent_im.admin_identifier,
-    };
+    const first = apps[0] ?? { sdkAppId: 1400000000, secretKey: 'fake-im-without-apps', adminIdentifier: config.tencent_im.admin_identifier };
     const server = new FakeImServer({ ...first, apps: apps.slice(1) });
     const url = await server.listen(port, opts.host);
     logger.info(

@@ -10,6 +10,7 @@ import type { DeliverRole } from '../deliver/deliver-role.ts';
 import type { DashboardRole } from '../dashboard/dashboard-role.ts';
 import type { Role } from '../src/app/role.ts';
 import { withDeadline } from '../src/platform/deadline.ts';
+import { configDeprecations } from '../src/composition/load.ts';
 import { readinessCheck } from '../src/observability/readiness.ts';
 import { NoticeMetrics } from '../src/observability/metrics.ts';
 import { HealthServer, type Readiness } from '../src/observability/health-server.ts';
@@ -126,6 +127,7 @@ export async function buildProcess(
     readiness,
     async start() {
       if (redis) await warnOnUnsafeRedis(redis.producer, logger);
+      for (const note of configDeprecations(config)) logger.warn({ deprecated: note }, 'config keys read from their old place');
       for (const role of roles) await role.start();
       await health.start();
       logger.info(

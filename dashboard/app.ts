@@ -68,6 +68,9 @@ export function createDashboardApp(
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(`${base}/queues`);
   const specs = new Map(channelQueueSpecs(config).map((spec) => [spec.channel, spec]));
+  const deploymentApps = Object.entries(config.apps)
+    .filter(([, app]) => app.redis_tag === 'deployment')
+    .map(([appCode]) => appCode);
   const adapters = queues.channelNames.flatMap((channel) =>
     queues.ofChannel(channel).map((queue) => {
       // A channel's shared queue takes the kinds without a queue of their own; an app group's takes only its apps.
@@ -77,8 +80,8 @@ export function createDashboardApp(
       const kinds = spec?.ownQueueKinds.length ? ` (${spec.ownQueueKinds.join(', ')} have theirs)` : '';
       const apps =
         unsuffixed && spec.apps.length > 0
-          ? config.tencent_im.app_code
-            ? ` Its app is ${config.tencent_im.app_code} (tencent_im.app_code); ${spec.apps.join(', ')} have queues of their own.`
+          ? deploymentApps.length > 0
+            ? ` Its app is ${deploymentApps.join(', ')} (redis_tag: deployment); ${spec.apps.join(', ')} have queues of their own.`
             : ` No app uses it (${spec.apps.join(', ')} have queues of their own): only facts of apps this deployment does not serve pass through, on their way to failed UNKNOWN_APP; it stays empty.`
           : '';
       const role = `${shared ? ` The catch-all for kinds without a queue of their own${kinds}; it may stay empty.` : ''}${apps}`;

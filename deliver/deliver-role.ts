@@ -34,7 +34,6 @@ import { UserSettingsLookup } from '../src/delivery/user-settings.ts';
 import { escalateIfUnread } from '../src/delivery/wrappers/escalate-if-unread.ts';
 import { gatherDigest, roomOf } from '../src/delivery/wrappers/gather-digest.ts';
 import { DigestStore } from '../src/digests/store.ts';
-import { tencentApps } from '../src/config/tencent-apps.ts';
 import { channelRoutes } from '../src/channels/routing.ts';
 import { describeError } from '../src/platform/errors.ts';
 
@@ -84,7 +83,11 @@ export class DeliverRole implements Role {
     if (problems.length > 0) throw new RoleConfigError(`deliver refuses to start: ${problems.join('; ')}`);
     this.modules = routedChannels(config).map((name) => channelModule(config, name)!);
     if (this.modules.length === 0)
-      throw new RoleConfigError('deliver refuses to start: no notice kind is routed to any channel (tencent_im.kinds, inbox.kinds)');
+      throw new RoleConfigError(
+        `deliver refuses to start: no notice kind is routed to any channel; as configured each takes none (${channelModules(config)
+          .map((m) => `${m.name}: ${m.configKey}.enabled, ${m.configKey}.kinds`)
+          .join('; ')}): turn one on`,
+      );
   }
 
   async start(): Promise<void> {
@@ -95,7 +98,6 @@ export class DeliverRole implements Role {
       this.logger.warn({ err: err.message }, 'could not write delivery history; the ledger row is unaffected'),
     );
     const ports = new Map<string, DeliveryPorts>();
-    const apps = tencentApps(this.config);
     const routes = channelRoutes(this.config);
     const port = deliveryLedger(hot, ledger, this.workerId);
     // One read for every channel: a claim batch's preferences and quiet hours are one statement.
@@ -160,7 +162,7 @@ export class DeliverRole implements Role {
         retryBaseMs: this.config.deliver.retry_base_delay,
         retryMaxMs: this.config.deliver.retry_max_delay,
         maxUnfinishedAttempts: this.config.deliver.max_unfinished_attempts,
-        servesApp: (appCode) => apps.has(appCode),
+        servesApp: (appCode) => Object.hasOwn(this.config.apps, appCode),
         logger: this.logger,
         metrics: this.metrics,
         history: (entry) => void history.append(entry),
@@ -188,7 +190,7 @@ export class DeliverRole implements Role {
     // Every worker reports each reconnect attempt of an outage: one line per 10 s for all of them, with a count.
     const workerErrors = repeatedErrors(this.logger, 'deliver worker error');
     this.workers = this.modules.flatMap((module) => {
-      // Each app group (tencent_im.apps) has its own queues; the lanes are shared out so the Redis connections stay bounded.
+      // Each app with a tag of its own has its own queues; the lanes are shared out so the Redis connections stay bounded.
       const groups = this.queues.groupsOfChannel(module.name);
       const laneSizes = fetchLanes(module.concurrency(this.config), Math.max(1, Math.floor(MAX_FETCH_LANES / groups.length)));
       return groups.flat().flatMap((queue) =>
@@ -224,7 +226,12 @@ export class DeliverRole implements Role {
       history: new DeliveryHistory(this.pool),
       rejects: new RejectStore(this.pool),
       maxQueuedJobs: maxQueuedJobs(this.config),
-      legacy: new LegacyQueueLayout(this.producerRedis, this.config.redis.prefix, this.queues),
+      legacy: new LegacyQueueLayout(
+        this.producerRedis,
+        this.config.redis.prefix,
+        this.queues,
+        repeatedErrors(this.logger, 'old-layout queue connection error'),
+      ),
       revoker: new Revoker({
         revocations: new RevocationStore(this.pool),
         ledger,

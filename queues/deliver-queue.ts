@@ -15,7 +15,7 @@ export const DELIVER_QUEUE_NAME = 'deliver-tencent-im-c2c';
 
 /**
  * `deliver-<channel>` (underscores as dashes), `-<kind>` for a kind with a queue of its own, `.<app>` for an app of
- * `tencent_im.apps` (each app's queues of its own, so one app's backlog is never fetched ahead of another's notices).
+ * `apps` with a Redis tag of their own (each app's queues of its own, so one app's backlog is never fetched ahead of another's notices).
  */
 export function deliverQueueName(channel: string, kind: string | null, app: string | null = null): string {
   const base = `deliver-${channel.replace(/_/g, '-')}`;
@@ -26,7 +26,7 @@ export function deliverQueueName(channel: string, kind: string | null, app: stri
 export interface ChannelQueueSpec {
   channel: string;
   ownQueueKinds: readonly string[];
-  /** Apps with queues of their own (tencent_im.apps); every other app_code uses the unsuffixed queues. */
+  /** Apps with queues of their own (`apps` with a tag of their own); every other app_code uses the unsuffixed queues. */
   apps?: readonly string[];
 }
 

@@ -31,10 +31,13 @@ export class LegacyQueueLayout {
     private readonly redis: Redis,
     prefix: string,
     queues: DeliverQueues,
+    /** Connection errors of the old-layout queues (BullMQ prints an unheard one to stderr with its stack). */
+    onError: (err: Error) => void,
   ) {
     this.pairs = queues.all
       .filter((queue) => queue.opts.prefix !== prefix)
       .map((current) => ({ old: new Queue<DeliverJobData>(current.name, { connection: redis, prefix }), current }));
+    for (const { old } of this.pairs) old.on('error', onError);
   }
 
   /** One pass over every old queue; cheap (one EXISTS per queue) once the old layout is gone. */

@@ -6,7 +6,7 @@ import { startPipeline } from './helpers/pipeline.ts';
 import type { NoticeProcess } from '../cli/run-roles.ts';
 import { configSchema } from '../src/composition/schema.ts';
 import { runRequeue } from '../src/ops/requeue-run.ts';
-import { parseConfigText } from '../src/composition/load.ts';
+import { configDeprecations, parseConfigText } from '../src/composition/load.ts';
 
 /**
  * Many apps on one deployment: each app_code goes out through its own Tencent app (SDKAppID, UserSig), and a fact of
@@ -85,7 +85,7 @@ describe('apps', () => {
     await proc.stop();
     const withZozo = configSchema.parse({
       ...env.config,
-      tencent_im: { ...env.config.tencent_im, apps: { ...env.config.tencent_im.apps, zozo: { sdk_app_id: ZOZO.sdkAppId, secret_key: ZOZO.secretKey } } },
+      apps: { ...env.config.apps, zozo: { tencent_im: { sdk_app_id: ZOZO.sdkAppId, secret_key: ZOZO.secretKey } } },
     });
     proc = await startPipeline(withZozo, ['deliver']);
     const run = await runRequeue({ pool: env.notice, queues: proc.queues, maxRetryFor: () => 3 }, { actor: 'test', via: 'cli' }, { filter: {}, detail: {} });
@@ -102,18 +102,51 @@ describe('apps', () => {
 
   it('a config that names no app, or one twice, or one Tencent app for two app codes, is refused naming the key', () => {
     const base = 'mysql: { url: "mysql://x/y" }\nredis: { url: "redis://x" }\n';
-    expect(() => parseConfigText(`${base}tencent_im: { enabled: false }\n`, 'c.yaml', {})).toThrow(/tencent_im\.app_code: required — say which app_code/);
-    expect(() => parseConfigText(`${base}tencent_im: { app_code: lalu, apps: { lalu: { sdk_app_id: 1, secret_key: s } } }\n`, 'c.yaml', {})).toThrow(
-      /tencent_im\.apps\.lalu: also named by tencent_im\.app_code/,
+    expect(() => parseConfigText(`${base}tencent_im: { enabled: false }\n`, 'c.yaml', {})).toThrow(
+      /apps: required — list the app_codes this deployment serves/,
     );
     expect(() =>
-      parseConfigText(`${base}tencent_im: { apps: { a: { sdk_app_id: 7, secret_key: s }, b: { sdk_app_id: 7, secret_key: t } } }\n`, 'c.yaml', {}),
-    ).toThrow(/tencent_im\.apps\.b\.sdk_app_id: 7 is also a's/);
-    expect(() => parseConfigText(`${base}tencent_im: { apps: { a: { sdk_app_id: 7 } } }\n`, 'c.yaml', {})).toThrow(/tencent_im\.apps\.a\.secret_key/);
-    expect(
-      parseConfigText(`${base}tencent_im: { enabled: true, apps: { a: { sdk_app_id: 7, secret_key: s, rate_limit_per_second: 50 } } }\n`, 'c.yaml', {})
-        .tencent_im.apps.a!.rate_limit_per_second,
-    ).toBe(50);
+      parseConfigText(
+        `${base}apps: { a: { tencent_im: { sdk_app_id: 7, secret_key: s } }, b: { tencent_im: { sdk_app_id: 7, secret_key: t } } }\n`,
+        'c.yaml',
+        {},
+      ),
+    ).toThrow(/apps\.b\.tencent_im\.sdk_app_id: 7 is also a's/);
+    expect(() => parseConfigText(`${base}apps: { a: { tencent_im: { sdk_app_id: 7 } } }\n`, 'c.yaml', {})).toThrow(/apps\.a\.tencent_im\.secret_key/);
+    expect(() => parseConfigText(`${base}tencent_im: { enabled: true }\napps: { a: {} }\n`, 'c.yaml', {})).toThrow(/no app has Tencent IM credentials/);
+    const parsed = parseConfigText(
+      `${base}tencent_im: { enabled: true }\napps: { a: { tencent_im: { sdk_app_id: 7, secret_key: s, rate_limit_per_second: 50 } } }\n`,
+      'c.yaml',
+      {},
+    );
+    expect(parsed.apps.a!.tencent_im!.rate_limit_per_second).toBe(50);
+    expect(parsed.apps.a!.redis_tag).toBe('own');
+  });
+
+  it('the keys of earlier releases (tencent_im.app_code, tencent_im.apps) still work, each with a deprecation note, and clash with apps', () => {
+    const base = 'mysql: { url: "mysql://x/y" }\nredis: { url: "redis://x" }\n';
+    const legacy = `${base}tencent_im: { enabled: true, app_code: lalu, sdk_app_id: 1400000001, secret_key: s, apps: { hala: { sdk_app_id: 2, secret_key: t } } }\n`;
+    const config = parseConfigText(legacy, 'c.yaml', {});
+    // The shorthand app keeps the deployment's Redis prefix (its keys and queues do not move); hala gets its own tag.
+    expect(config.apps).toEqual({
+      lalu: { redis_tag: 'deployment', tencent_im: { sdk_app_id: 1400000001, secret_key: 's' } },
+      hala: { redis_tag: 'own', tencent_im: { sdk_app_id: 2, secret_key: 't' } },
+    });
+    expect(configDeprecations(config)).toEqual([
+      'tencent_im.app_code, sdk_app_id and secret_key are read as apps.lalu (redis_tag: deployment, tencent_im: { sdk_app_id, secret_key }); move them there',
+      'tencent_im.apps.<app_code> is read as apps.<app_code>.tencent_im; move each app there',
+    ]);
+    expect(() =>
+      parseConfigText(
+        `${base}tencent_im: { apps: { a: { sdk_app_id: 1, secret_key: s } } }\napps: { a: { tencent_im: { sdk_app_id: 1, secret_key: s } } }\n`,
+        'c.yaml',
+        {},
+      ),
+    ).toThrow(/apps\.a\.tencent_im: also set by tencent_im\.apps\.a; configure the app in one place/);
+    expect(() => parseConfigText(`${base}tencent_im: { enabled: true, app_code: lalu }\n`, 'c.yaml', {})).toThrow(
+      /tencent_im\.secret_key: required when tencent_im\.enabled is true/,
+    );
+    expect(configDeprecations(parseConfigText(`${base}apps: { lalu: {} }\n`, 'c.yaml', {}))).toEqual([]);
   });
 });
 

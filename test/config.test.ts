@@ -36,8 +36,7 @@ describe('config', () => {
     );
     expect(config.mysql.url).toBe('mysql://notice@db:3306/n');
     expect(config.redis.url).toBe('redis://r:6379');
-    expect(config.tencent_im.sdk_app_id).toBe(1400000009);
-    expect(config.tencent_im.secret_key).toBe('s3cret');
+    expect(config.apps.lalu!.tencent_im).toEqual({ sdk_app_id: 1400000009, secret_key: 's3cret' });
   });
 
   it('names every bad key in one error: unknown keys, wrong types, bad durations, unset variables', () => {

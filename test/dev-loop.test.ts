@@ -196,6 +196,7 @@ describe('npm run dev', () => {
     );
     const outageMs = Date.now() - stoppedAt;
     const during = dev.output().slice(from);
+    if (process.env.DEV_LOOP_DUMP) (await import('node:fs')).writeFileSync(process.env.DEV_LOOP_DUMP, during);
     expect(
       summaries(during).some((line) => line.includes('NOT READY (see /readyz)')),
       'the summary says the pipeline is not ready',

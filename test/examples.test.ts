@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
 import { createTestEnv, waitFor, type TestEnv } from './helpers/env.ts';
 import { startPipeline } from './helpers/pipeline.ts';
 import type { NoticeProcess } from '../cli/run-roles.ts';
@@ -75,6 +76,40 @@ describe('example modules', () => {
     expect(() => parseConfigText(`${BASE}channel_overrides: { GiftReceived: [webhook, fax] }\n`, 'c.yaml', {}, EXAMPLE_MODULES)).toThrow(
       /unknown channel "fax" \(channels: tencent_im_c2c, inbox, tencent_push, webhook\)/,
     );
+  });
+
+  it('a webhook-only deployment (no Tencent block at all) starts and delivers; the core needs only its apps list', async () => {
+    receiver = new WebhookReceiver();
+    const url = await receiver.start();
+    const text = `mysql: { url: "mysql://root@127.0.0.1:3306/x" }\nredis: { url: "redis://127.0.0.1:6379" }\napps: { lalu: {} }\nwebhook: { enabled: true, url: "${url}" }\n`;
+    const parsed = parseConfigText(text, 'webhook-only.yaml', {}, EXAMPLE_MODULES);
+    expect(Object.keys(parsed.apps)).toEqual(['lalu']);
+    expect(parsed.tencent_im.enabled).toBe(false);
+    env = await createTestEnv(
+      {
+        tencent_im: undefined,
+        apps: { lalu: {} },
+        webhook: { enabled: true, url },
+        gift_notice_worker: { enabled: true, poll_interval: '50ms' },
+        wallet_notice_worker: { enabled: false },
+      },
+      { modules: EXAMPLE_MODULES },
+    );
+    expect(readFileSync(env.configFile, 'utf8')).not.toContain('tencent_im');
+    await env.owner.query(
+      `INSERT INTO \`${env.id}_gift\`.gift_outbox (app_code, event_id, event_type, user_id, payload, created_at_ms) VALUES ('lalu', 'w1', 'GiftReceived', '50001', ?, 1700000000000), ('hala', 'w2', 'GiftReceived', '50002', ?, 1700000000000)`,
+      [JSON.stringify({ gift_id: 'g1', sender_user_id: '1', count: 1 }), JSON.stringify({ gift_id: 'g2', sender_user_id: '1', count: 2 })],
+    );
+    proc = await startPipeline(env.config, ['ingest', 'deliver']);
+    const rows = async () =>
+      (await env!.notice.query<any[]>('SELECT app_code, channel, status, last_error_code FROM notice_delivery_events ORDER BY app_code'))[0].map((r) =>
+        `${r.app_code} ${r.channel} ${r.status} ${r.last_error_code ?? ''}`.trim(),
+      );
+    // lalu's gift reaches the webhook; hala is not in the apps list, so its fact fails UNKNOWN_APP unsent.
+    await waitFor(rows, (r) => r.length === 2 && r.every((x) => / (delivered|failed)\b/.test(x)), 20_000, 'both gifts settled');
+    expect(await rows()).toEqual(['hala webhook failed UNKNOWN_APP', 'lalu webhook delivered']);
+    expect([...receiver.received.values()].map((n) => n.user_id)).toEqual(['50001']);
+    expect(env.fakeIm.messages()).toEqual([]);
   });
 
   it('a gift fact reaches the webhook and C2C once each; metrics, the dashboard, inspect and config check show both modules', async () => {

@@ -109,8 +109,16 @@ describe('notice-service processes', () => {
     for (const key of ['mysql.url', 'tencent_im.enabled', 'wallet_notice_worker.poll_interval', 'extra_key: unknown key']) expect(out).toContain(key);
   });
 
-  it('deliver refuses to start while tencent_im.enabled is false', async () => {
+  it('deliver refuses to start while every channel is off, naming the keys that turn one on', async () => {
     env = await createTestEnv({ tencent_im: { enabled: false } });
+    const proc = spawnNotice(['deliver', '--config', env.configFile]);
+    expect(await proc.exited).toBe(2);
+    expect(proc.output()).toContain('deliver refuses to start: no notice kind is routed to any channel');
+    expect(proc.output()).toContain('tencent_im_c2c: tencent_im.enabled, tencent_im.kinds');
+  });
+
+  it('deliver refuses to start when a kind is routed to the C2C channel while tencent_im.enabled is false', async () => {
+    env = await createTestEnv({ tencent_im: { enabled: false }, channel_overrides: { WalletBalanceChanged: ['tencent_im_c2c'] } });
     const proc = spawnNotice(['deliver', '--config', env.configFile]);
     expect(await proc.exited).toBe(2);
     expect(proc.output()).toContain('tencent_im.enabled is false');

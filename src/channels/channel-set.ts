@@ -1,5 +1,6 @@
 import type { NoticeConfig } from '../config/schema.ts';
 import { modulesOf } from '../modules/module-set.ts';
+import { appsWithOwnTag } from '../config/redis-keyspace.ts';
 import type { ChannelModule } from './types.ts';
 
 /** The channels of this config's modules, in registry order (the order of routing, queues and pages). */
@@ -22,8 +23,8 @@ export function channelKinds(config: NoticeConfig): Map<string, readonly string[
 
 /** The queues of every registered channel (a channel no kind routes to still has its queue, so its rows can drain). */
 export function channelQueueSpecs(config: NoticeConfig): Array<{ channel: string; ownQueueKinds: readonly string[]; apps: readonly string[] }> {
-  // Each app of tencent_im.apps has queues of its own, so its backlog never stands before another app's notices.
-  const apps = Object.keys(config.tencent_im.apps);
+  // Each app with a hash tag of its own has queues of its own, so its backlog never stands before another app's notices.
+  const apps = appsWithOwnTag(config);
   return channelModules(config).map((m) => ({ channel: m.name, ownQueueKinds: m.ownQueueKinds(config), apps }));
 }
 

@@ -137,6 +137,13 @@ export interface ChannelModule<Shape extends z.ZodRawShape = z.ZodRawShape> {
   /** The YAML block that configures it. */
   configKey: string;
   configShape: Shape;
+  /** Its keys in each app's entry under `apps` (Tencent's credentials per app), composed into the app schema. */
+  appShape?: z.ZodRawShape;
+  /**
+   * Moves keys of its block that an earlier release had elsewhere into their new place, on the raw config before it is
+   * parsed (a copy, changed in place), saying what moved; a key set in both places is a problem.
+   */
+  upgradeConfig?(raw: Record<string, unknown>): { deprecated: string[]; problems: Array<{ path: string[]; message: string }> };
   /** What its queues carry, for operators (the dashboard's queue description). */
   description: string;
   /** The notice kinds it takes (`*` = every kind; empty = unused). */

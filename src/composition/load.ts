@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { routingProblems } from '../channels/routing.ts';
 import { parse as parseYaml } from 'yaml';
 import type { NoticeConfig } from '../config/schema.ts';
-import { configSchema, configSchemaFor } from './schema.ts';
+import { configSchema, configSchemaFor, REGISTERED_MODULES, upgradeConfig } from './schema.ts';
 import type { ModuleSet } from '../modules/module-set.ts';
 import { channelModules } from '../channels/channel-set.ts';
 import { interpolate, type InterpolationProblem } from '../config/interpolate.ts';
@@ -42,7 +42,8 @@ export function parseConfigText(text: string, file: string, env: NodeJS.ProcessE
   const interpolationProblems: InterpolationProblem[] = [];
   const interpolated = interpolate(raw, env, interpolationProblems);
   const result = (modules ? configSchemaFor(modules) : configSchema).safeParse(interpolated);
-  const problems = interpolationProblems.map((p) => `${p.path}: ${p.message}`);
+  const upgrade = upgradeConfig(interpolated, modules ?? REGISTERED_MODULES);
+  const problems = [...interpolationProblems.map((p) => `${p.path}: ${p.message}`), ...upgrade.problems.map((p) => `${p.path.join('.')}: ${p.message}`)];
   if (!result.success) {
     for (const issue of result.error.issues) {
       const path = issue.path.join('.') || '(root)';
@@ -56,11 +57,23 @@ export function parseConfigText(text: string, file: string, env: NodeJS.ProcessE
     problems.push(...crossFieldProblems(result.data as NoticeConfig));
   }
   if (problems.length > 0) throw new ConfigError(file, problems);
-  return result.data as NoticeConfig;
+  return Object.defineProperty(result.data as NoticeConfig, DEPRECATED, { value: upgrade.deprecated, enumerable: false });
+}
+
+const DEPRECATED = Symbol('config keys read from their old place');
+
+/** The keys this config had in the place an earlier release read them from, each saying where they belong now. */
+export function configDeprecations(config: NoticeConfig): readonly string[] {
+  return (config as { [DEPRECATED]?: string[] })[DEPRECATED] ?? [];
 }
 
 function crossFieldProblems(config: NoticeConfig): string[] {
   const problems: string[] = [];
+  if (Object.keys(config.apps).length === 0) {
+    problems.push(
+      "apps: required — list the app_codes this deployment serves (apps: { lalu: {} }, with each Tencent app's credentials under apps.<app_code>.tencent_im); a fact of an app not listed is never sent",
+    );
+  }
   if (config.rocketmq.name_servers !== undefined) {
     problems.push('rocketmq.name_servers: the RocketMQ 5 client talks to the proxy, not namesrv; set rocketmq.endpoints to the proxy gRPC address (port 8081)');
   }

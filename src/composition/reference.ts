@@ -19,6 +19,7 @@ type JsonSchema = {
   exclusiveMinimum?: number;
   minLength?: number;
   maxLength?: number;
+  default?: unknown;
   maxItems?: number;
   format?: string;
   required?: string[];
@@ -63,8 +64,12 @@ function rows(path: string, s: JsonSchema, defaults: unknown, required: boolean,
       rows(`${path}.${key}`, child, (defaults as Record<string, unknown> | undefined)?.[key], need.has(key), skip),
     );
   }
+  // A map whose entries have fixed keys (apps) lists them under a placeholder: `apps.<app_code>.redis_tag`.
+  const entry = s.type === 'object' && typeof s.additionalProperties === 'object' ? s.additionalProperties : undefined;
+  if (entry?.properties) return rows(`${path}.<${path === 'apps' ? 'app_code' : 'name'}>`, entry, undefined, false, skip);
   const isDuration = typeOf(s).startsWith('duration');
-  const fallback = required ? '**required**' : isDuration && typeof defaults === 'number' ? `\`${defaults === 0 ? '0' : ms(defaults)}\`` : shown(defaults);
+  const value = defaults ?? s.default;
+  const fallback = required ? '**required**' : isDuration && typeof value === 'number' ? `\`${value === 0 ? '0' : ms(value)}\`` : shown(value);
   return [`| \`${path}\` | ${typeOf(s).replace(/\|/g, '\\|')} | ${fallback.replace(/\|/g, '\\|')} |`];
 }
 

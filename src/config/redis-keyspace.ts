@@ -1,5 +1,7 @@
 import type { NoticeConfig } from './schema.ts';
 
+type Keyspace = Pick<NoticeConfig, 'redis' | 'apps'>;
+
 /**
  * The hash tag of one app's Redis keys: `{notice}` and `lalu` make `{notice:lalu}`. Redis Cluster places every key
  * of one tag in one slot, so each app's queues, pacers, cap windows, live channels and read-sync set sit together
@@ -9,18 +11,25 @@ export function appRedisPrefix(prefix: string, appCode: string): string {
   return `${prefix.slice(0, -1)}:${appCode}}`;
 }
 
+/** The apps whose keys (and queues) have a hash tag of their own: every app of `apps` but a `redis_tag: deployment` one. */
+export function appsWithOwnTag(config: Keyspace): string[] {
+  return Object.entries(config.apps)
+    .filter(([, app]) => app.redis_tag === 'own')
+    .map(([appCode]) => appCode);
+}
+
 /**
- * Where an app_code's keys live: an app of `tencent_im.apps` under its own tag; the single-app shorthand
- * (`tencent_im.app_code`) and any app this deployment does not serve under the deployment's prefix, as in every
- * earlier release, so a single-app deployment's keys do not move.
+ * Where an app_code's keys live: an app with its own tag under it; a `redis_tag: deployment` app (the single app of a
+ * deployment from before the apps list) and any app this deployment does not serve under the deployment's prefix, as
+ * in every earlier release, so their keys do not move.
  */
-export function redisPrefixOf(config: Pick<NoticeConfig, 'redis' | 'tencent_im'>): (appCode: string) => string {
-  const own = new Set(Object.keys(config.tencent_im.apps));
+export function redisPrefixOf(config: Keyspace): (appCode: string) => string {
+  const own = new Set(appsWithOwnTag(config));
   const prefix = config.redis.prefix;
   return (appCode) => (own.has(appCode) ? appRedisPrefix(prefix, appCode) : prefix);
 }
 
 /** Every prefix this deployment's keys live under: the deployment's own first, then one per app of its own. */
-export function redisPrefixes(config: Pick<NoticeConfig, 'redis' | 'tencent_im'>): string[] {
-  return [config.redis.prefix, ...Object.keys(config.tencent_im.apps).map((app) => appRedisPrefix(config.redis.prefix, app))];
+export function redisPrefixes(config: Keyspace): string[] {
+  return [config.redis.prefix, ...appsWithOwnTag(config).map((app) => appRedisPrefix(config.redis.prefix, app))];
 }

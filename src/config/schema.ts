@@ -99,7 +99,7 @@ export const coreShape = {
   }),
   redis: z.strictObject({
     url: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL'),
-    // A hash tag keeps every key of a queue in one Redis Cluster slot; each app of tencent_im.apps gets its own,
+    // A hash tag keeps every key of a queue in one Redis Cluster slot; each app of `apps` gets its own,
     // `{notice:<app>}` (src/config/redis-keyspace.ts), so a cluster spreads apps over its masters.
     prefix: z
       .string()
@@ -225,6 +225,18 @@ export interface ModuleBlocks {}
 // biome-ignore lint/suspicious/noEmptyInterface: filled by declaration merging from each MQ-fed source
 export interface MqSubscriptions {}
 
+/** What one app's entry under `apps` holds: the core's keys, and each module's per-app block (Tencent's credentials). */
+// biome-ignore lint/suspicious/noEmptyInterface: filled by declaration merging from each module with per-app settings
+export interface AppBlocks {}
+
+/**
+ * The core's keys of one app (`apps.<app_code>`). `redis_tag: deployment` keeps the app's Redis keys under redis.prefix,
+ * as a single-app deployment from before the apps list had them; every other app gets a hash tag of its own.
+ */
+export const coreAppShape = {
+  redis_tag: z.enum(['own', 'deployment']).default('own'),
+};
+
 /** The parsed YAML block of a module's zod shape. */
 export type BlockOf<Shape extends z.ZodRawShape> = z.output<z.ZodObject<Shape, z.core.$strict>>;
 
@@ -232,7 +244,13 @@ export type BlockOf<Shape extends z.ZodRawShape> = z.output<z.ZodObject<Shape, z
 export type CoreConfig = BlockOf<typeof coreShape>;
 export type RocketMqConfig = BlockOf<typeof rocketmqShape> & MqSubscriptions;
 /** The parsed config: the core keys and every module's block (a test's extra modules read theirs with settingsOf). */
-export type NoticeConfig = CoreConfig & ModuleBlocks & { rocketmq: RocketMqConfig };
+export type AppConfig = BlockOf<typeof coreAppShape> & AppBlocks;
+export type NoticeConfig = CoreConfig &
+  ModuleBlocks & {
+    rocketmq: RocketMqConfig;
+    /** The apps this deployment serves, by app_code: a fact of any other app is never sent (UNKNOWN_APP). */
+    apps: Record<string, AppConfig>;
+  };
 
 /** Limits of the real RocketMQ 5 proxy (ReceiveMessageActivity / ProxyConfig). */
 export const PROXY_MIN_INVISIBLE_MS = 10_000;

@@ -36,7 +36,7 @@ export interface DeliveryPorts {
   retryMaxMs: number;
   /** Sends that started but never finished, after which the event is failed as poison. */
   maxUnfinishedAttempts: number;
-  /** Whether this deployment serves the app (tencent_im.app_code / apps): a fact of any other is never sent. */
+  /** Whether this deployment serves the app (`apps`): a fact of any other is never sent. */
   servesApp(appCode: string): boolean;
   logger: Logger;
   metrics?: NoticeMetrics;
@@ -118,7 +118,7 @@ export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey, options:
   if (!ports.servesApp(row.appCode)) {
     // Never handed to a channel: each Tencent account is one app's, and a user id means another person in another
     // app. Every channel's row of the fact ends here the same way; a requeue after the app is added sends them.
-    const message = `app_code "${row.appCode}" is not configured (tencent_im.app_code / tencent_im.apps); requeue once it is added`;
+    const message = `app_code "${row.appCode}" is not configured (apps.${row.appCode}); requeue once it is added`;
     await ledger.recordFailed(key, 'UNKNOWN_APP', message, now());
     story({ event: 'failed', errorCode: 'UNKNOWN_APP', errorMessage: message });
     ports.onOutcome?.('failed', row);

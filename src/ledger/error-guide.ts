@@ -97,7 +97,8 @@ export const ERROR_GUIDE: readonly ErrorGuideEntry[] = [
     codes: ['UNKNOWN_APP'],
     title: 'a fact of an app_code this deployment does not serve',
     retried: false,
-    action: 'Add the app under tencent_im.apps (NoticeUnknownApp), restart, requeue; or the owner wrote a wrong app_code.',
+    action:
+      'Add the app under apps (with its Tencent account under apps.<app_code>.tencent_im; NoticeUnknownApp), restart, requeue; or the owner wrote a wrong app_code.',
   },
   {
     codes: ['POISON'],

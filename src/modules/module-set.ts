@@ -27,7 +27,7 @@ export function settingsOf<T>(config: object, key: string): T {
  * either): refused at start-up, naming both. Checked: channel names, source keys and source names (the ledger's
  * source_name), MQ subscription keys, and every top-level config key a module adds, against each other and the core.
  */
-export function duplicateModuleProblems(modules: ModuleSet, coreKeys: readonly string[]): string[] {
+export function duplicateModuleProblems(modules: ModuleSet, coreKeys: readonly string[], coreAppKeys: readonly string[] = []): string[] {
   const problems: string[] = [];
   const seen = new Map<string, string>();
   const claim = (what: string, value: string, by: string) => {
@@ -37,10 +37,12 @@ export function duplicateModuleProblems(modules: ModuleSet, coreKeys: readonly s
     else seen.set(key, by);
   };
   for (const key of coreKeys) claim('config key', key, 'the core config');
+  for (const key of coreAppKeys) claim('app key', key, 'the core config');
   modules.channels.forEach((c, i) => {
     const by = `channel module "${c.name}" (channels[${i}])`;
     claim('channel name', c.name, by);
     for (const key of Object.keys(c.configShape)) claim('config key', key, by);
+    for (const key of Object.keys(c.appShape ?? {})) claim('app key', key, by);
   });
   modules.sources.forEach((s, i) => {
     const by = `source module "${s.key}" (sources[${i}])`;

@@ -206,7 +206,7 @@ export class NoticeMetrics {
   });
   readonly unknownApp = new Counter({
     name: 'notice_unknown_app_total',
-    help: 'Ledger rows failed with UNKNOWN_APP: a fact of an app_code this deployment does not serve (tencent_im.apps); nothing was sent',
+    help: 'Ledger rows failed with UNKNOWN_APP: a fact of an app_code this deployment does not serve (apps); nothing was sent',
     labelNames: ['channel'],
     registers: [this.registry],
   });

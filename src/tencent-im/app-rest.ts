@@ -1,4 +1,4 @@
-import type { TencentApp } from '../config/tencent-apps.ts';
+import type { TencentApp } from './apps.ts';
 import type { TencentImConfig } from './config.ts';
 import type { TencentRestOptions } from './rest.ts';
 import { UserSigCache } from './usersig.ts';

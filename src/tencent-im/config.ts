@@ -1,7 +1,7 @@
 import type { BlockOf } from '../config/schema.ts';
 import { z } from 'zod';
 import { durationMs } from '../config/duration.ts';
-import { appCode, kindList } from '../config/primitives.ts';
+import { kindList } from '../config/primitives.ts';
 
 /** One app_code's own Tencent IM app: its account, key, and (optionally) its own quota and endpoint. */
 export const tencentApp = z.strictObject({
@@ -17,19 +17,13 @@ export const tencentApp = z.strictObject({
 });
 export type TencentAppConfig = z.infer<typeof tencentApp>;
 
-/** Tencent IM REST API (sendmsg) settings. */
+/** Its key in each app's entry: `apps.<app_code>.tencent_im`. */
+export const tencentImAppShape = { tencent_im: tencentApp.optional() };
+
+/** Tencent IM REST API (sendmsg) settings shared by every app; each app's account and key are under apps.<app_code>.tencent_im. */
 export const tencentIm = z.strictObject({
   enabled: z.boolean().default(false),
-  /**
-   * Which app_code the single-app keys below (sdk_app_id, secret_key, …) serve. Either this or `apps` is required:
-   * a deployment always knows which apps it serves, and a fact of any other app is never sent (UNKNOWN_APP).
-   */
-  app_code: appCode.optional(),
-  /** Each app_code its own Tencent app (sdk_app_id, secret_key, quota); the keys below are the shared defaults. */
-  apps: z.record(appCode, tencentApp).default(() => ({})),
   base_url: z.url().default('https://console.tim.qq.com'),
-  sdk_app_id: z.number().int().positive().default(1400000000),
-  secret_key: z.string().default(''),
   admin_identifier: z.string().min(1).default('administrator'),
   request_timeout: durationMs.default(3000),
   /**
@@ -109,4 +103,5 @@ export const tencentImConfigShape = {
 // The core's config type lists this block without importing this module (src/config/schema.ts ModuleBlocks).
 declare module '../config/schema.ts' {
   interface ModuleBlocks extends BlockOf<typeof tencentImConfigShape> {}
+  interface AppBlocks extends BlockOf<typeof tencentImAppShape> {}
 }

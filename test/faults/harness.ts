@@ -618,7 +618,7 @@ export async function runScenario(s: Scenario): Promise<ScenarioResult> {
   );
   const logs = procs.map(({ role, proc }, i) => ({ file: join(dir, `${i}-${role}.log`), text: proc.output() }));
   for (const l of logs) writeFileSync(l.file, l.text);
-  const secretLeaks = scanForSecrets(logs, env.config.tencent_im.secret_key);
+  const secretLeaks = scanForSecrets(logs, env.config.apps.lalu!.tencent_im!.secret_key);
 
   const result: ScenarioResult = {
     scenario: s.name,

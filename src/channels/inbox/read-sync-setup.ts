@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { NoticeConfig } from '../../config/schema.ts';
-import { tencentApps } from '../../config/tencent-apps.ts';
+import { tencentApps } from '../../tencent-im/apps.ts';
 import { redisPrefixes } from '../../config/redis-keyspace.ts';
 import type { Redis } from '../../platform/redis.ts';
 import { TencentRest } from '../../tencent-im/rest.ts';

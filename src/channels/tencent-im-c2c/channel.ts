@@ -10,7 +10,7 @@ import { slotWithinLock } from '../../delivery/wrappers/slot-within-lock.ts';
 export { CHANNEL_TENCENT_IM_C2C };
 
 export interface TencentImC2CDeps {
-  /** The app_code whose Tencent app this sender is (a metric label; tencent_im.apps bounds it). */
+  /** The app_code whose Tencent app this sender is (a metric label; the apps list bounds it). */
   app: string;
   sender: TencentImSender;
   /** The app-wide send rate (SendPacer): waits for this send's slot, and backs every process off on over-frequency. */

@@ -7,7 +7,7 @@ import type { ChannelContext } from '../types.ts';
 import type { DeliveryChannel } from '../types.ts';
 import { tencentImC2CChannel } from './channel.ts';
 import { SendPacer } from '../../tencent-im/send-pacer.ts';
-import { tencentApps } from '../../config/tencent-apps.ts';
+import { tencentApps } from '../../tencent-im/apps.ts';
 import { perAppChannel } from '../per-app.ts';
 
 /**

@@ -1,7 +1,8 @@
 import { CHANNEL_TENCENT_IM_C2C, CHANNEL_TENCENT_PUSH } from '../../ledger/types.ts';
 import { prioritisedKinds } from '../../config/primitives.ts';
-import { tencentImConfigShape } from '../../tencent-im/config.ts';
-import { appsProblems } from '../../config/tencent-apps.ts';
+import { tencentImAppShape, tencentImConfigShape } from '../../tencent-im/config.ts';
+import { liftLegacyTencentApps } from '../../tencent-im/legacy-apps.ts';
+import { appsProblems } from '../../tencent-im/apps.ts';
 import type { ChannelModule } from '../types.ts';
 
 /** Tencent IM C2C: a TIMCustomElem message per notice, paced within each app's sendmsg quota. */
@@ -9,8 +10,12 @@ export const tencentImC2cModule: ChannelModule<typeof tencentImConfigShape> = {
   name: CHANNEL_TENCENT_IM_C2C,
   configKey: 'tencent_im',
   configShape: tencentImConfigShape,
+  // Each app's Tencent account: apps.<app_code>.tencent_im (the push channel signs with the same one).
+  appShape: tencentImAppShape,
+  upgradeConfig: liftLegacyTencentApps,
   description: 'Tencent IM C2C messages',
-  kinds: (config) => config.tencent_im.kinds,
+  // Off, it takes no kind: a deployment without Tencent (webhook only) routes nothing here and is not refused.
+  kinds: (config) => (config.tencent_im.enabled ? config.tencent_im.kinds : []),
   ownQueueKinds: (config) => prioritisedKinds(config),
   concurrency: (config) => config.deliver.concurrency,
   // A send can take two HTTP timeouts (a re-sign makes it two requests).

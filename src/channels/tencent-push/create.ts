@@ -6,7 +6,7 @@ import type { ChannelContext } from '../types.ts';
 import type { DeliveryChannel } from '../types.ts';
 import { tencentPushChannel } from './channel.ts';
 import { RecentPushes } from './recent-pushes.ts';
-import { tencentApps } from '../../config/tencent-apps.ts';
+import { tencentApps } from '../../tencent-im/apps.ts';
 import { redisPrefixOf } from '../../config/redis-keyspace.ts';
 import { perAppChannel } from '../per-app.ts';
 import { capSendId, frequencyCap } from '../../delivery/wrappers/frequency-cap.ts';
