@@ -161,6 +161,7 @@ export class DeliverRole implements Role {
         maxRetryCount: (source) => policyFor(source).maxRetryCount,
         retryBaseMs: this.config.deliver.retry_base_delay,
         retryMaxMs: this.config.deliver.retry_max_delay,
+        documentedErrorCode: module.documentedErrorCode,
         maxUnfinishedAttempts: this.config.deliver.max_unfinished_attempts,
         servesApp: (appCode) => Object.hasOwn(this.config.apps, appCode),
         logger: this.logger,

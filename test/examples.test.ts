@@ -10,6 +10,7 @@ import { inspectEvent } from '../src/ops/cli-ops.ts';
 import { EXAMPLE_MODULES } from './examples/registry.ts';
 import { giftModule } from './examples/sources/gift/module.ts';
 import { configSchemaFor } from '../src/composition/schema.ts';
+import { channelRoutes } from '../src/channels/routing.ts';
 import { webhookModule } from './examples/channels/webhook/module.ts';
 import { WebhookReceiver } from './examples/channels/webhook/probe.ts';
 import { channelContract } from './channels/conformance.ts';
@@ -81,10 +82,12 @@ describe('example modules', () => {
   it('a webhook-only deployment (no Tencent block at all) starts and delivers; the core needs only its apps list', async () => {
     receiver = new WebhookReceiver();
     const url = await receiver.start();
-    const text = `mysql: { url: "mysql://root@127.0.0.1:3306/x" }\nredis: { url: "redis://127.0.0.1:6379" }\napps: { lalu: {} }\nwebhook: { enabled: true, url: "${url}" }\n`;
+    const text = `mysql: { url: "mysql://root@127.0.0.1:3306/x" }\nredis: { url: "redis://127.0.0.1:6379" }\napps: { lalu: {} }\ninbox: { enabled: false }\nwebhook: { enabled: true, url: "${url}" }\n`;
     const parsed = parseConfigText(text, 'webhook-only.yaml', {}, EXAMPLE_MODULES);
     expect(Object.keys(parsed.apps)).toEqual(['lalu']);
     expect(parsed.tencent_im.enabled).toBe(false);
+    // A malformed fact whose kind goes nowhere is filed under the deployment's first routed channel, not C2C's.
+    expect(channelRoutes(parsed).fallback).toBe('webhook');
     env = await createTestEnv(
       {
         tencent_im: undefined,

@@ -6,6 +6,7 @@ import { startPipeline } from './helpers/pipeline.ts';
 import { spawnNotice, stopGracefully, waitForOutput, type Spawned } from './helpers/spawn.ts';
 import { errorCodeLabel } from '../src/observability/error-code-label.ts';
 import { classifyErrorCode } from '../src/tencent-im/error-codes.ts';
+import { tencentImC2cModule } from '../src/channels/tencent-im-c2c/module.ts';
 import { redactProviderText } from '../src/tencent-im/redact.ts';
 
 /**
@@ -78,9 +79,12 @@ describe('provider text and codes', () => {
   });
 
   it('labels, classes and redaction as pure functions', () => {
-    expect(new Set(Array.from({ length: 231 }, (_, i) => errorCodeLabel(String(95_000 + i))))).toEqual(new Set(['other']));
+    // The Tencent channels name their documented codes; the core alone knows none, so a numeric code is `other`.
+    const tencent = tencentImC2cModule.documentedErrorCode;
+    expect(new Set(Array.from({ length: 231 }, (_, i) => errorCodeLabel(String(95_000 + i), tencent)))).toEqual(new Set(['other']));
+    expect(errorCodeLabel('90012')).toBe('other');
     expect([
-      errorCodeLabel('90012'),
+      errorCodeLabel('90012', tencent),
       errorCodeLabel('HTTP_502'),
       errorCodeLabel('HTTP_404'),
       errorCodeLabel('ECONNRESET'),

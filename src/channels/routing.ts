@@ -29,12 +29,13 @@ export function routingTable(config: NoticeConfig): RoutingTable {
 export function channelRoutes(config: NoticeConfig): ChannelRoutes {
   const table = routingTable(config);
   const memo = new Map<string, readonly string[]>();
-  return (eventType, noticeKind) => {
+  const routes = (eventType: string, noticeKind: string) => {
     const key = `${eventType}\u0000${noticeKind}`;
     let routed = memo.get(key);
     if (!routed) memo.set(key, (routed = routeFact(table, eventType, noticeKind)));
     return routed;
   };
+  return Object.assign(routes, { fallback: routedChannels(config)[0] ?? channelNames(config)[0] });
 }
 
 /** Config mistakes in the routing: an override naming a channel that does not exist. */

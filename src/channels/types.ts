@@ -103,7 +103,14 @@ export interface ReadStates {
 }
 
 /** Which channels a fact of this type and kind goes to (the routing decision, made outside any channel). */
-export type ChannelRoutes = (eventType: string, noticeKind: string) => readonly string[];
+export interface ChannelRoutes {
+  (eventType: string, noticeKind: string): readonly string[];
+  /**
+   * Where a fact that must be recorded but goes to no channel (a malformed one) is filed: the deployment's first
+   * routed channel. The failure is the fact's, not that channel's.
+   */
+  readonly fallback?: string;
+}
 
 /** What a channel is built from in a deliver process; everything it needs to know of others is passed in here. */
 export interface ChannelContext {
@@ -175,6 +182,8 @@ export interface ChannelModule<Shape extends z.ZodRawShape = z.ZodRawShape> {
   roles?: readonly ChannelRoleSpec[];
   /** What `config check` prints of its listeners and their guards. */
   listeners?(config: NoticeConfig): Promise<string[]>;
+  /** Its provider's numeric error codes that are documented (Tencent's list): each its own metric label, the rest `other`. */
+  documentedErrorCode?(code: number): boolean;
   /** A channel whose items users read (the inbox): the read states escalation asks about. */
   readStates?(pool: Pool): Promise<ReadStates>;
   /** Its conformance probe, loaded only by the conformance suite (test/channels/conformance.ts). */

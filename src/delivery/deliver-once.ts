@@ -34,6 +34,8 @@ export interface DeliveryPorts {
   maxRetryCount(sourceName: string): number;
   retryBaseMs: number;
   retryMaxMs: number;
+  /** The channel's numeric provider codes that are documented, and so metric labels of their own (others: `other`). */
+  documentedErrorCode?: (code: number) => boolean;
   /** Sends that started but never finished, after which the event is failed as poison. */
   maxUnfinishedAttempts: number;
   /** Whether this deployment serves the app (`apps`): a fact of any other is never sent. */
@@ -141,7 +143,7 @@ export async function deliverOnce(ports: DeliveryPorts, key: LedgerKey, options:
       channel: key.channel,
       notice_kind: row.noticeKind,
       outcome: result,
-      error_code: sent.kind === 'delivered' ? '' : errorCodeLabel(sent.code),
+      error_code: sent.kind === 'delivered' ? '' : errorCodeLabel(sent.code, ports.documentedErrorCode),
     });
     m.sendLatency.observe({ channel: key.channel, outcome: sent.kind }, sent.latencyMs / 1000);
     if (result === 'delivered' && row.sourceCreatedAtMs)

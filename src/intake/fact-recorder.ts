@@ -6,7 +6,6 @@ import type { FactKey, SourceFact } from '../facts/types.ts';
 
 export type { FactKey, SourceFact } from '../facts/types.ts';
 import type { NoticeMetrics } from '../observability/metrics.ts';
-import { CHANNEL_TENCENT_IM_C2C } from '../ledger/types.ts';
 import { factString, type RevocationStore } from '../revoke/store.ts';
 import { clipText, isDataError, keyProblem, recipientProblem, substituteKey } from './fact-validation.ts';
 
@@ -43,6 +42,9 @@ export interface RecordOptions {
  * per channel the fact is routed to (insert-if-absent, all in the same batch), then enqueue each. When this resolves, every fact is durable and queued; when it throws, the caller
  * must not advance its cursor or ack its message. Both steps are idempotent, so repeating them is always safe.
  */
+/** The channel column of a malformed fact in a deployment that routes nothing at all (deliver refuses to start). */
+const UNROUTED = 'unrouted';
+
 export class FactRecorder {
   constructor(
     private readonly ledger: LedgerRepository,
@@ -100,12 +102,12 @@ export class FactRecorder {
           { source: key.sourceName, event_id: clipText(key.sourceEventId, 200), source_row_id: sourceRowId, reason: mapped.reason },
           'malformed source event recorded as failed',
         );
-        // Once, under its first channel (or C2C's when it has none): the failure is the fact's, not a channel's.
+        // Once, under its first channel (or the deployment's first when its kind goes nowhere): the failure is the fact's.
         rows.push({
           sourceName: key.sourceName,
           appCode: key.appCode,
           sourceEventId: key.sourceEventId,
-          channel: channels[0] ?? CHANNEL_TENCENT_IM_C2C,
+          channel: channels[0] ?? this.routes.fallback ?? UNROUTED,
           eventType: mapped.eventType,
           userId: mapped.userId,
           noticeKind: mapped.noticeKind,

@@ -4,6 +4,7 @@ import { tencentImAppShape, tencentImConfigShape } from '../../tencent-im/config
 import { liftLegacyTencentApps } from '../../tencent-im/legacy-apps.ts';
 import { appsProblems } from '../../tencent-im/apps.ts';
 import type { ChannelModule } from '../types.ts';
+import { isDocumentedCode } from '../../tencent-im/error-codes.ts';
 
 /** Tencent IM C2C: a TIMCustomElem message per notice, paced within each app's sendmsg quota. */
 export const tencentImC2cModule: ChannelModule<typeof tencentImConfigShape> = {
@@ -28,6 +29,7 @@ export const tencentImC2cModule: ChannelModule<typeof tencentImConfigShape> = {
       ? null
       : 'tencent_im.enabled is false, so every notice would be dropped. Enable it (or point tencent_im.base_url at fake-im), or route no kinds to it (tencent_im.kinds: [])',
   configProblems: (config) => appsProblems(config),
+  documentedErrorCode: isDocumentedCode,
   create: async (ctx) => (await import('./create.ts')).createTencentImC2C(ctx),
   probe: async () => (await import('./probe.ts')).tencentImC2cProbe,
 };

@@ -1,6 +1,7 @@
 import { CHANNEL_TENCENT_PUSH } from '../../ledger/types.ts';
 import { templateFor } from '../../tencent-im/offline-push.ts';
 import type { ChannelModule } from '../types.ts';
+import { isDocumentedCode } from '../../tencent-im/error-codes.ts';
 import { tencentPushConfigShape } from './config.ts';
 
 /** Phone pushes through TIMPush `v4/timpush/batch`: identical pushes share a call, within the app's push quota. */
@@ -31,6 +32,7 @@ export const tencentPushModule: ChannelModule<typeof tencentPushConfigShape> = {
     const untemplated = config.tencent_push.kinds.filter((k) => k !== '*' && !templateFor(config.offline_push, '', k, {}));
     return untemplated.length > 0 ? `tencent_push routes ${untemplated.join(', ')} but offline_push.templates has no entry for it` : null;
   },
+  documentedErrorCode: isDocumentedCode,
   create: async (ctx) => (await import('./create.ts')).createTencentPush(ctx),
   probe: async () => (await import('./probe.ts')).tencentPushProbe,
 };
