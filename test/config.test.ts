@@ -102,3 +102,26 @@ describe('runbook error codes', () => {
     expect(runbook).toContain('<a id="code-90012"></a>`90012`');
   });
 });
+
+describe('per-kind defaults', () => {
+  it('come from the source modules: the core alone names no kind or event type', async () => {
+    const { configSchemaFor, REGISTERED_MODULES } = await import('../src/composition/schema.ts');
+    const minimal = { mysql: { url: 'mysql://x/y' }, redis: { url: 'redis://x' }, apps: { lalu: {} } };
+    const bare = configSchemaFor({ channels: REGISTERED_MODULES.channels, sources: [] }).parse(minimal);
+    expect(bare.deliver.priority).toEqual({});
+    expect(bare.deliver.expire_after).toEqual({});
+    expect(bare.deliver.skip_superseded).toEqual({});
+    expect(bare.preferences.mandatory_kinds).toEqual([]);
+    expect(() =>
+      configSchemaFor({ channels: REGISTERED_MODULES.channels, sources: [] }).parse({
+        ...minimal,
+        deliver: { skip_superseded: { WalletBalanceChanged: true } },
+      }),
+    ).toThrow(/only no type \(no source declares one\) can be skipped/);
+    const registered = configSchemaFor(REGISTERED_MODULES).parse(minimal);
+    expect(registered.deliver.priority).toEqual({ wallet_notice: 0, vip_notice: 20_000, room_notice: 60_000, activity_notice: 20_000 });
+    expect(registered.deliver.expire_after).toEqual({ room_notice: 600_000 });
+    expect(registered.deliver.skip_superseded).toEqual({ WalletBalanceChanged: true });
+    expect(registered.preferences.mandatory_kinds).toEqual(['room_notice']);
+  });
+});

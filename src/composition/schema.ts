@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { CHANNEL_MODULES } from '../channels/registry.ts';
 import { SOURCE_MODULES } from '../notices/registry.ts';
-import { coreAppShape, coreShape, rocketmqShape, type NoticeConfig } from '../config/schema.ts';
+import { coreAppShape, coreShape, coreShapeFor, NO_KIND_DEFAULTS, rocketmqShape, type KindDefaults, type NoticeConfig } from '../config/schema.ts';
 import { appCode } from '../config/primitives.ts';
 import { duplicateModuleProblems, MODULES, type ModuleSet } from '../modules/module-set.ts';
 
@@ -17,7 +17,7 @@ export function configSchemaFor(modules: ModuleSet): z.ZodType<NoticeConfig, unk
   const rocketmq = z.strictObject({ ...rocketmqShape, ...mqShape });
   const app = z.strictObject({ ...coreAppShape, ...Object.assign({}, ...modules.channels.map((c) => c.appShape ?? {})) });
   const shape: z.ZodRawShape = {
-    ...coreShape,
+    ...coreShapeFor(kindDefaults(modules)),
     ...Object.assign({}, ...modules.channels.map((c) => c.configShape)),
     ...Object.assign({}, ...modules.sources.map((s) => s.configShape)),
     rocketmq: rocketmq.default(() => rocketmq.parse({})),
@@ -55,4 +55,18 @@ export function upgradeConfig(
     problems.push(...result.problems);
   }
   return { config, deprecated, problems };
+}
+
+/** The sources' per-kind defaults, merged in registry order (a later source's value for one kind wins). */
+export function kindDefaults(modules: ModuleSet): KindDefaults {
+  const merged: KindDefaults = structuredClone(NO_KIND_DEFAULTS);
+  for (const source of modules.sources) {
+    const own = source.kindDefaults;
+    if (!own) continue;
+    Object.assign(merged.priority, own.priority);
+    Object.assign(merged.expireAfter, own.expireAfter);
+    Object.assign(merged.supersedable, own.supersedable);
+    for (const kind of own.mandatoryKinds ?? []) if (!merged.mandatoryKinds.includes(kind)) merged.mandatoryKinds.push(kind);
+  }
+  return merged;
 }

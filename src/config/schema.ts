@@ -48,11 +48,21 @@ const dashboard = z.strictObject({
     .default(() => ({ enabled: true, username: 'admin', password: '', max_failed_logins: 20 })),
 });
 
-/** Event types whose notices carry a version (a newer one makes an older one obsolete): the only ones skip_superseded may turn on. */
-export const SUPERSEDABLE_EVENT_TYPES = ['WalletBalanceChanged'] as const;
+/**
+ * What the source modules say of their kinds and event types, as defaults of the core's per-kind settings: a kind's
+ * quota lead (deliver.priority), how soon it goes stale (deliver.expire_after), whether users may turn it off
+ * (preferences.mandatory_kinds), and which event types carry a version (deliver.skip_superseded). The core names none.
+ */
+export interface KindDefaults {
+  priority: Record<string, number>;
+  expireAfter: Record<string, number>;
+  mandatoryKinds: string[];
+  /** Event type → skipped when superseded, by default; only these may be turned on. */
+  supersedable: Record<string, boolean>;
+}
 
-const DEFAULT_PRIORITY = { room_notice: 60_000, vip_notice: 20_000, activity_notice: 20_000, wallet_notice: 0 };
-const DEFAULT_SKIP_SUPERSEDED = { WalletBalanceChanged: true };
+export const NO_KIND_DEFAULTS: KindDefaults = { priority: {}, expireAfter: {}, mandatoryKinds: [], supersedable: {} };
+
 const noticeKindKey = z.string().regex(/^[a-z][a-z0-9_]{0,31}$/, 'a notice kind such as "room_notice"');
 
 /**
@@ -62,37 +72,35 @@ const noticeKindKey = z.string().regex(/^[a-z][a-z0-9_]{0,31}$/, 'a notice kind 
  * fetched without waiting behind other kinds' backlog; unlisted kinds share one queue with lead 0. `{}` is plain
  * commit-time order in one queue. Every process must run with the same map.
  */
-const priority = z
-  .record(z.string().regex(/^[a-z][a-z0-9_]{0,31}$/, 'a notice kind such as "room_notice"'), durationMs)
-  .default(() => ({ ...DEFAULT_PRIORITY }));
+const priorityOf = (kinds: KindDefaults) =>
+  z.record(z.string().regex(/^[a-z][a-z0-9_]{0,31}$/, 'a notice kind such as "room_notice"'), durationMs).default(() => ({ ...kinds.priority }));
 
 /**
  * Per event type: finish a notice without sending it (status superseded) when, at its turn to send, the ledger
  * already holds a newer version of it (sent or on its way). Unlisted types keep their default (on for
  * WalletBalanceChanged).
  */
-/** A kick or reward notice is worthless after an outage of this long; balances are state and never expire. */
-const DEFAULT_EXPIRE_AFTER: Record<string, number> = { room_notice: 600_000 };
-
-const skipSuperseded = z
-  .record(z.string(), z.boolean())
-  .default(() => ({}))
-  .transform((given, ctx) => {
-    const merged: Record<string, boolean> = { ...DEFAULT_SKIP_SUPERSEDED, ...given };
-    for (const [type, on] of Object.entries(merged)) {
-      if (on && !(SUPERSEDABLE_EVENT_TYPES as readonly string[]).includes(type)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: [type],
-          message: `${type} notices carry no version, so none can supersede another; only ${SUPERSEDABLE_EVENT_TYPES.join(', ')} can be skipped`,
-        });
+const skipSupersededOf = (kinds: KindDefaults) =>
+  z
+    .record(z.string(), z.boolean())
+    .default(() => ({}))
+    .transform((given, ctx) => {
+      const merged: Record<string, boolean> = { ...kinds.supersedable, ...given };
+      const supersedable = Object.keys(kinds.supersedable);
+      for (const [type, on] of Object.entries(merged)) {
+        if (on && !supersedable.includes(type)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [type],
+            message: `${type} notices carry no version, so none can supersede another; only ${supersedable.join(', ') || 'no type (no source declares one)'} can be skipped`,
+          });
+        }
       }
-    }
-    return merged;
-  });
+      return merged;
+    });
 
-/** The keys no module owns: connections, the delivery core, the dashboard, health, logging. */
-export const coreShape = {
+/** The keys no module owns: connections, the delivery core, the dashboard, health, logging; per-kind defaults from the sources. */
+export const coreShapeFor = (kinds: KindDefaults) => ({
   mysql: z.strictObject({
     url: z.string().regex(/^mysql:\/\//, 'must be a mysql:// URL'),
     pool_size: z.number().int().min(1).max(200).default(10),
@@ -129,14 +137,14 @@ export const coreShape = {
       job_lock_duration: durationMs.default(30_000),
       /** Sends that start but never finish (the worker dies each time) before the event is failed as poison. */
       max_unfinished_attempts: z.number().int().min(1).max(100).default(3),
-      priority,
-      skip_superseded: skipSuperseded,
+      priority: priorityOf(kinds),
+      skip_superseded: skipSupersededOf(kinds),
       /**
        * Per notice kind, how old (from the fact's commit time) a notice may be when its turn comes; older ones end
        * `expired`, unsent (the inbox keeps them unless inbox.drop_expired lists the kind). Unlisted kinds never expire;
        * by default a room notice (a kick, a reward) is stale after 10 minutes and a balance never is.
        */
-      expire_after: z.record(noticeKindKey, durationMs).default(() => ({ ...DEFAULT_EXPIRE_AFTER })),
+      expire_after: z.record(noticeKindKey, durationMs).default(() => ({ ...kinds.expireAfter })),
     })
     .default(() => ({
       enabled: true,
@@ -146,9 +154,9 @@ export const coreShape = {
       retry_max_delay: 300_000,
       job_lock_duration: 30_000,
       max_unfinished_attempts: 3,
-      priority: { ...DEFAULT_PRIORITY },
-      skip_superseded: { ...DEFAULT_SKIP_SUPERSEDED },
-      expire_after: { ...DEFAULT_EXPIRE_AFTER },
+      priority: { ...kinds.priority },
+      skip_superseded: { ...kinds.supersedable },
+      expire_after: { ...kinds.expireAfter },
     })),
   /** Finds ledger rows that should be in flight but have no live job, and re-enqueues them (runs inside deliver). */
   reconciler: z
@@ -192,9 +200,9 @@ export const coreShape = {
     .strictObject({
       enabled: z.boolean().default(true),
       /** Kinds a user cannot turn off (kicks are not optional): Update answers FAILED_PRECONDITION, and they always go. */
-      mandatory_kinds: z.array(noticeKindKey).default(() => ['room_notice']),
+      mandatory_kinds: z.array(noticeKindKey).default(() => [...kinds.mandatoryKinds]),
     })
-    .default(() => ({ enabled: true, mandatory_kinds: ['room_notice'] })),
+    .default(() => ({ enabled: true, mandatory_kinds: [...kinds.mandatoryKinds] })),
   /**
    * Users' quiet hours (PreferencesService SetQuietHours): per channel, `defer` holds a notice in the ledger until
    * the window ends, `drop` ends it `suppressed` (QUIET_HOURS); channels not listed go at once, a C2C message without
@@ -213,7 +221,10 @@ export const coreShape = {
   display: z
     .strictObject({ time_zone: z.string().refine(isTimeZone, 'an IANA time zone such as "UTC" or "Asia/Shanghai"').default('UTC') })
     .default(() => ({ time_zone: 'UTC' })),
-};
+});
+
+/** The core's shape for its type and its key names (the composition builds it with the sources' kind defaults). */
+export const coreShape = coreShapeFor(NO_KIND_DEFAULTS);
 
 /**
  * Each module's YAML block, declared by the module beside its shape (`declare module` merging into this interface),

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { Pool } from 'mysql2/promise';
 import type { Logger } from 'pino';
-import type { NoticeConfig } from '../config/schema.ts';
+import type { KindDefaults, NoticeConfig } from '../config/schema.ts';
 import type { OutboxSource, ParsedMessage } from '../facts/types.ts';
 
 export type { MappedEvent, OutboxRow, ParsedMessage, SourceIdentity } from '../facts/types.ts';
@@ -56,4 +56,6 @@ export interface SourceModule<Shape extends z.ZodRawShape = z.ZodRawShape, MqSha
   mqShape?: MqShape;
   mq?: { configKey: string; parse(body: Buffer, recordedAtMs: number, config: NoticeConfig): ParsedMessage };
   demo?: SourceDemo;
+  /** Defaults of the core's per-kind settings for its kinds and event types (the operator's config overrides them). */
+  kindDefaults?: Partial<KindDefaults>;
 }

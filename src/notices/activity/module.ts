@@ -21,6 +21,7 @@ export const activityModule: SourceModule<typeof configShape> = {
   table: 'activity_outbox',
   configShape,
   noticeKinds: [ACTIVITY_NOTICE],
+  kindDefaults: { priority: { [ACTIVITY_NOTICE]: 20_000 } },
   outbox: (database, config) => activityOutboxSource(database, config.offline_push.language_field),
   ownerDdl: (db) => [userOutboxDdl(db, 'activity_outbox')],
   demo: {

@@ -22,6 +22,8 @@ export const roomModule: SourceModule<typeof configShape, typeof mqShape> = {
   table: 'room_outbox',
   configShape,
   noticeKinds: [ROOM_NOTICE],
+  // A kick goes first for the quota, is worthless after 10 minutes, and a user cannot turn it off.
+  kindDefaults: { priority: { [ROOM_NOTICE]: 60_000 }, expireAfter: { [ROOM_NOTICE]: 600_000 }, mandatoryKinds: [ROOM_NOTICE] },
   outbox: (database, config) => roomOutboxSource(database, config.offline_push.language_field),
   ownerDdl: (db) => [
     `CREATE TABLE IF NOT EXISTS ${db}.room_outbox (

@@ -20,6 +20,9 @@ export const walletModule: SourceModule<typeof configShape> = {
   table: 'wallet_outbox',
   configShape,
   noticeKinds: [WALLET_NOTICE, VIP_NOTICE],
+  // Balances are state: never stale, behind kicks for the quota, and a newer balance makes an older one obsolete;
+  // a VIP change is news and goes a little ahead.
+  kindDefaults: { priority: { [WALLET_NOTICE]: 0, [VIP_NOTICE]: 20_000 }, supersedable: { WalletBalanceChanged: true } },
   outbox: (database, config) => walletOutboxSource(database, config.offline_push.language_field),
   ownerDdl: (db) => [userOutboxDdl(db, 'wallet_outbox')],
   demo: {
