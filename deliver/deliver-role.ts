@@ -26,14 +26,9 @@ import { routedChannels } from '../src/channels/routing.ts';
 import type { DeliveryChannel } from '../src/channels/types.ts';
 import type { DeliveryOutcome, DeliveryPorts } from '../src/delivery/deliver-once.ts';
 import { channelLedger, deliveryLedger } from '../src/delivery/ledger-port.ts';
-import { skipSuperseded } from '../src/delivery/wrappers/skip-superseded.ts';
-import { expireStale } from '../src/delivery/wrappers/expire-stale.ts';
-import { respectPreferences } from '../src/delivery/wrappers/respect-preferences.ts';
-import { respectQuietHours } from '../src/delivery/wrappers/respect-quiet-hours.ts';
 import { UserSettingsLookup } from '../src/delivery/user-settings.ts';
-import { escalateIfUnread } from '../src/delivery/wrappers/escalate-if-unread.ts';
-import { gatherDigest, roomOf } from '../src/delivery/wrappers/gather-digest.ts';
 import { DigestStore } from '../src/digests/store.ts';
+import { withDecisions } from '../src/delivery/wrappers/decisions.ts';
 import { channelRoutes } from '../src/channels/routing.ts';
 import { describeError } from '../src/platform/errors.ts';
 
@@ -116,42 +111,14 @@ export class DeliverRole implements Role {
         logger: this.logger,
         metrics: this.metrics,
       });
-      // Decisions around every channel's send are wrappers (src/delivery/wrappers/), outermost first: expiry, the
-      // user's preferences, quiet hours, superseding; each finishes a row unsent with its own status and spends no quota.
-      // Escalation reads the inbox's items: only where a channel asks for it and the inbox exists.
-      const escalating = module.escalateAfterMs
-        ? escalateIfUnread(sender, {
-            afterMs: (kind) => module.escalateAfterMs!(this.config, kind),
-            stateOf: (fact) => readStates.stateOf(fact),
-          })
-        : sender;
-      const digesting = module.digestRule
-        ? gatherDigest(escalating, {
-            ruleFor: (kind) => {
-              const rule = module.digestRule!(this.config, kind);
-              return rule && { ...rule, keyOf: (payload) => (rule.byRoom ? roomOf(payload) : '') };
-            },
-            step: (row, key, rule, nowMs) => digests.step(row, key, rule, nowMs),
-          })
-        : escalating;
-      const newest = skipSuperseded(digesting, {
-        skips: (eventType) => this.config.deliver.skip_superseded[eventType] === true,
-        newerVersion: (row) => hot.newerVersion(row),
-      });
-      const timed = respectQuietHours(newest, {
-        policy: this.config.quiet_hours.enabled ? (this.config.quiet_hours.policy[module.name] ?? null) : null,
-        silenceable: this.config.quiet_hours.enabled && module.silencedBy !== undefined,
-        mandatory: (kind) => this.config.preferences.mandatory_kinds.includes(kind),
-        hoursOf: async (appCode, userId) => (await settings.get(appCode, userId)).quietHours,
-      });
-      const chosen = respectPreferences(timed, {
-        mandatory: (kind) => !this.config.preferences.enabled || this.config.preferences.mandatory_kinds.includes(kind),
+      // The decisions around every send, in the order src/delivery/wrappers/decisions.ts declares.
+      const channel = withDecisions(sender, {
+        config: this.config,
+        module,
         settingsOf: (appCode, userId) => settings.get(appCode, userId),
-        silencedBy: module.silencedBy,
-      });
-      const channel = expireStale(chosen, {
-        limitMs: (kind) => this.config.deliver.expire_after[kind] ?? null,
-        keeps: (kind) => module.keepsExpired?.(this.config, kind) ?? false,
+        readStates,
+        digests,
+        newerVersion: (row) => hot.newerVersion(row),
       });
       this.channels.push(channel);
       ports.set(module.name, {
@@ -185,9 +152,42 @@ export class DeliverRole implements Role {
       logger: this.logger,
       metrics: this.metrics,
     });
-    // Several BullMQ workers share a channel's concurrency (see fetchLanes): a burst starts sending after a few
-    // fetches. Each queue has its own lanes, so a kind's jobs are claimed while another kind's backlog waits; the
-    // C2C pacer then hands out the quota by priority among everything claimed.
+    await this.startWorkers(processor);
+    for (const channel of this.channels) this.scheduleMaintenance(channel);
+    this.reconciler = new Reconciler({
+      ledger,
+      queues: this.queues,
+      redis: this.producerRedis,
+      config: this.config,
+      owner: this.workerId,
+      maxRetryFor: (source) => policyFor(source).maxRetryCount,
+      history: new DeliveryHistory(this.pool),
+      rejects: new RejectStore(this.pool),
+      maxQueuedJobs: maxQueuedJobs(this.config),
+      legacy: new LegacyQueueLayout(
+        this.producerRedis,
+        this.config.redis.prefix,
+        this.queues,
+        repeatedErrors(this.logger, 'old-layout queue connection error'),
+      ),
+      revoker: new Revoker({
+        revocations: new RevocationStore(this.pool),
+        ledger,
+        channels: new Map(this.channels.map((c) => [c.name, c])),
+        logger: this.logger,
+      }),
+      logger: this.logger,
+      metrics: this.metrics,
+    });
+    this.reconciler.start();
+  }
+
+  /**
+   * Several BullMQ workers share a channel's concurrency (see fetchLanes): a burst starts sending after a few
+   * fetches. Each queue has its own lanes, so a kind's jobs are claimed while another kind's backlog waits; the
+   * C2C pacer then hands out the quota by priority among everything claimed.
+   */
+  private async startWorkers(processor: ReturnType<typeof createDeliverProcessor>): Promise<void> {
     // Every worker reports each reconnect attempt of an outage: one line per 10 s for all of them, with a count.
     const workerErrors = repeatedErrors(this.logger, 'deliver worker error');
     this.workers = this.modules.flatMap((module) => {
@@ -216,33 +216,6 @@ export class DeliverRole implements Role {
       void worker.run();
     }
     await Promise.all(this.workers.map((worker) => worker.waitUntilReady()));
-    for (const channel of this.channels) this.scheduleMaintenance(channel);
-    this.reconciler = new Reconciler({
-      ledger,
-      queues: this.queues,
-      redis: this.producerRedis,
-      config: this.config,
-      owner: this.workerId,
-      maxRetryFor: (source) => policyFor(source).maxRetryCount,
-      history: new DeliveryHistory(this.pool),
-      rejects: new RejectStore(this.pool),
-      maxQueuedJobs: maxQueuedJobs(this.config),
-      legacy: new LegacyQueueLayout(
-        this.producerRedis,
-        this.config.redis.prefix,
-        this.queues,
-        repeatedErrors(this.logger, 'old-layout queue connection error'),
-      ),
-      revoker: new Revoker({
-        revocations: new RevocationStore(this.pool),
-        ledger,
-        channels: new Map(this.channels.map((c) => [c.name, c])),
-        logger: this.logger,
-      }),
-      logger: this.logger,
-      metrics: this.metrics,
-    });
-    this.reconciler.start();
   }
 
   /** A channel's own upkeep (the inbox's retention and caps), one run at a time, on its interval, until stop. */

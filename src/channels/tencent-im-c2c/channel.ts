@@ -5,7 +5,7 @@ import type { OfflinePushInfo } from '../../tencent-im/offline-push.ts';
 import { MAX_MESSAGE_BYTES, messageBytes } from '../../tencent-im/message.ts';
 import type { ChannelOutcome, DeliveryChannel, SendContext } from '../types.ts';
 import type { SendPacer } from '../../tencent-im/send-pacer.ts';
-import { slotWithinLock } from '../../delivery/wrappers/slot-within-lock.ts';
+import { slotWithinLock } from '../../delivery/send-helpers/slot-within-lock.ts';
 
 export { CHANNEL_TENCENT_IM_C2C };
 

@@ -6,7 +6,7 @@ import type { NoticeMetrics } from '../../observability/metrics.ts';
 import { renderOfflinePush, withDigestCount, type OfflinePushInfo } from '../../tencent-im/offline-push.ts';
 import type { PushBatchOutcome, TencentPushSender } from '../../tencent-im/push-client.ts';
 import type { SendPacer } from '../../tencent-im/send-pacer.ts';
-import { slotWithinLock } from '../../delivery/wrappers/slot-within-lock.ts';
+import { slotWithinLock } from '../../delivery/send-helpers/slot-within-lock.ts';
 import type { ChannelOutcome, DeliveryChannel, SendContext } from '../types.ts';
 
 export interface TencentPushDeps {

@@ -9,7 +9,7 @@ import { RecentPushes } from './recent-pushes.ts';
 import { tencentApps } from '../../tencent-im/apps.ts';
 import { redisPrefixOf } from '../../config/redis-keyspace.ts';
 import { perAppChannel } from '../per-app.ts';
-import { capSendId, frequencyCap } from '../../delivery/wrappers/frequency-cap.ts';
+import { capSendId, frequencyCap } from '../../delivery/send-helpers/frequency-cap.ts';
 
 /** The push channel of a deliver process: per app, its own keep-alive client and its own app-wide pacer (that app's timpush quota). */
 export function createTencentPush(ctx: ChannelContext): DeliveryChannel {

@@ -1,6 +1,6 @@
 import type { MappedEvent, OutboxRow } from '../types.ts';
-import { describeZodError, parsePayloadJson, rawPayloadText } from '../payload-json.ts';
-import { LIMITS } from '../../intake/fact-validation.ts';
+import { describeZodError } from '../payload-json.ts';
+import { readOutboxEnvelope } from '../envelope.ts';
 import { toNotice } from '../notice-event.ts';
 import { activityRewardGrantedPayload, systemNoticePayload, taskCompletedPayload } from './payloads.ts';
 
@@ -27,24 +27,11 @@ export const ACTIVITY_EVENT_TYPES = Object.keys(SCHEMAS) as ActivityEventType[];
  * the reason, like wallet's.
  */
 export function mapActivityOutboxRow(row: OutboxRow, recordedAtMs: number, languageField = 'language'): MappedEvent {
-  const eventType = typeof row.event_type === 'string' ? row.event_type : '';
-  if (!(eventType in SCHEMAS)) return { kind: 'skip', eventType };
-  const userId = typeof row.user_id === 'string' ? row.user_id.trim() : '';
-  const malformed = (reason: string): MappedEvent => ({ kind: 'malformed', eventType, userId, noticeKind: ACTIVITY_NOTICE, reason });
-  if (userId === '') return malformed('user_id is missing');
-  if (typeof row.event_id !== 'string' || row.event_id === '') return malformed('event_id is missing');
-  if (typeof row.app_code !== 'string' || row.app_code === '') return malformed('app_code is missing');
-  const text = rawPayloadText(row, LIMITS.rawPayloadBytes);
-  if ('problem' in text) return malformed(text.problem);
-  let raw: unknown;
-  try {
-    raw = parsePayloadJson(text.text);
-  } catch (err) {
-    return malformed(`payload is not valid JSON: ${(err as Error).message.slice(0, 200)}`);
-  }
+  const envelope = readOutboxEnvelope(row, (eventType) => (eventType in SCHEMAS ? ACTIVITY_NOTICE : undefined));
+  if ('skipOrMalformed' in envelope) return envelope.skipOrMalformed;
+  const { eventType, userId, payload: raw, sourceCreatedAtMs, malformed } = envelope;
   const parsed = SCHEMAS[eventType as ActivityEventType].safeParse(raw);
   if (!parsed.success) return malformed(`${eventType} payload: ${describeZodError(parsed.error)}`);
-  const sourceCreatedAtMs = typeof row.created_at_ms === 'number' && Number.isSafeInteger(row.created_at_ms) ? row.created_at_ms : null;
   // Only the fields of the type's contract reach the client (looseObject keeps unknown ones in `parsed.data`), in
   // the contract's order between the common fields and the stamps; assigned one by one, not spread (V8's slow path).
   const payload: Record<string, unknown> = { event_type: eventType, event_id: row.event_id, app_code: row.app_code, user_id: userId };

@@ -1,6 +1,6 @@
 import type { MappedEvent, OutboxRow } from '../types.ts';
-import { describeZodError, parsePayloadJson, rawPayloadText } from '../payload-json.ts';
-import { LIMITS } from '../../intake/fact-validation.ts';
+import { describeZodError } from '../payload-json.ts';
+import { readOutboxEnvelope } from '../envelope.ts';
 import { toNotice } from '../notice-event.ts';
 import type { Supersede } from '../../ledger/types.ts';
 import { vipActivatedPayload, walletBalanceChangedPayload } from './payloads.ts';
@@ -20,24 +20,9 @@ const NOTICE_KIND_BY_EVENT: Record<string, string> = {
  * filter and clients drop; `source_created_at_ms` is the outbox row's as written.
  */
 export function mapWalletOutboxRow(row: OutboxRow, recordedAtMs: number, languageField = 'language'): MappedEvent {
-  const eventType = typeof row.event_type === 'string' ? row.event_type : '';
-  const noticeKind = NOTICE_KIND_BY_EVENT[eventType];
-  if (!noticeKind) return { kind: 'skip', eventType };
-  const userId = typeof row.user_id === 'string' ? row.user_id.trim() : '';
-  const malformed = (reason: string): MappedEvent => ({ kind: 'malformed', eventType, userId, noticeKind, reason });
-
-  if (userId === '') return malformed('user_id is missing');
-  if (typeof row.event_id !== 'string' || row.event_id === '') return malformed('event_id is missing');
-  if (typeof row.app_code !== 'string' || row.app_code === '') return malformed('app_code is missing');
-  const text = rawPayloadText(row, LIMITS.rawPayloadBytes);
-  if ('problem' in text) return malformed(text.problem);
-  let raw: unknown;
-  try {
-    raw = parsePayloadJson(text.text);
-  } catch (err) {
-    return malformed(`payload is not valid JSON: ${(err as Error).message.slice(0, 200)}`);
-  }
-  const sourceCreatedAtMs = typeof row.created_at_ms === 'number' && Number.isSafeInteger(row.created_at_ms) ? row.created_at_ms : null;
+  const envelope = readOutboxEnvelope(row, (eventType) => NOTICE_KIND_BY_EVENT[eventType]);
+  if ('skipOrMalformed' in envelope) return envelope.skipOrMalformed;
+  const { eventType, noticeKind, userId, payload: raw, sourceCreatedAtMs, malformed } = envelope;
   // Each payload is one literal with its fields written out: begun with a spread of the shared fields, V8 built it
   // field by field on a slow path (13 µs a row against 3.6, measured on the compiled mapping).
   let payload: Record<string, unknown>;
