@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import express from 'express';
 import type { Pool } from 'mysql2/promise';
 import { createBullBoard } from '@bull-board/api';
@@ -172,11 +173,14 @@ export function createDashboardApp(
     apiPath: `${base}/api/notices`,
     rejectsPath: `${base}/api/rejects`,
     queuesPath: `${base}/queues`,
+    assetsPath: `${base}/assets`,
     environment: settings.environment,
     readOnly: settings.read_only,
     channels: channelModules(config).map((m) => m.name),
     statuses: DELIVERY_STATUSES.map((status) => ({ status, ...STATUS_TABLE[status] })),
   });
+  // The pages' scripts, behind the same authentication as the pages (CSP script-src 'self' admits them).
+  app.use(`${base}/assets`, express.static(fileURLToPath(new URL('./assets', import.meta.url)), { index: false, maxAge: 0, fallthrough: false }));
   app.get(`${base}/notices`, send(withBanner(page)));
   const zone = config.display.time_zone;
   const timeline = timelinePage({
