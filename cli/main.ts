@@ -27,7 +27,8 @@ const program = new Command('notice-service')
   .configureOutput({ outputError: (text, write) => write(`notice-service: ${text.replace(/^error: /, '').trimEnd()} (see --help)\n`) })
   .addHelpText(
     'after',
-    '\nExit codes: 0 done; 1 nothing (or not everything) asked for was found; 2 bad arguments or config; 3 MySQL or Redis unreachable.\nTimes are shown in display.time_zone (UTC by default); --output json keeps epoch milliseconds too.',
+    '\nExit codes: 0 done; 1 nothing (or not everything) asked for was found; 2 bad arguments or config; 3 MySQL or Redis unreachable.\nTimes are ' +
+      'shown in display.time_zone (UTC by default); --output json keeps epoch milliseconds too.',
   );
 
 /**
@@ -256,7 +257,8 @@ program
       if (result.facts.length === 0) {
         notFound(
           eventId
-            ? `no ledger row has event id "${eventId}"${opts.user ? ` for user ${opts.user}` : ''} (an event id, not a user id; ids are exact, and rows past retention are purged)`
+            ? `no ledger row has event id "${eventId}"${opts.user ? ` for user ${opts.user}` : ''} (an event id, not a user id; ids are exact, and ` +
+                `rows past retention are purged)`
             : `no facts for user ${opts.user} match (user ids are exact; rows past retention are purged)`,
         );
       }
@@ -367,7 +369,9 @@ program
     if (output === 'json') console.log(jsonForTerminal(result));
     else
       console.log(
-        `${result.asked ? 'revocation asked' : 'already asked before (one revocation per fact)'}; ${result.state === 'done' ? `done: ${result.outcome}` : 'still being worked off by deliver (see inspect)'}`,
+        `${result.asked ? 'revocation asked' : 'already asked before (one revocation per fact)'}; ${
+          result.state === 'done' ? `done: ` + `${result.outcome}` : 'still being worked off by deliver (see inspect)'
+        }`,
       );
     if (result.state !== 'done') process.exitCode = 1;
   });
@@ -447,7 +451,8 @@ program
       }
       if (refused) {
         console.error(
-          `notice-service: nothing changed: ${result.matched} row${result.matched === 1 ? '' : 's'} match; run again with --yes to requeue them (no terminal to ask on)`,
+          `notice-service: nothing changed: ${result.matched} row${result.matched === 1 ? '' : 's'} match; run again with --yes to requeue them (no ` +
+            `terminal to ask on)`,
         );
         process.exitCode = 2;
       }

@@ -83,7 +83,8 @@ export function createDashboardApp(
         unsuffixed && spec.apps.length > 0
           ? deploymentApps.length > 0
             ? ` Its app is ${deploymentApps.join(', ')} (redis_tag: deployment); ${spec.apps.join(', ')} have queues of their own.`
-            : ` No app uses it (${spec.apps.join(', ')} have queues of their own): only facts of apps this deployment does not serve pass through, on their way to failed UNKNOWN_APP; it stays empty.`
+            : ` No app uses it (${spec.apps.join(', ')} have queues of their own): only facts of apps this deployment does not serve pass through, on ` +
+              `their way to failed UNKNOWN_APP; it stays empty.`
           : '';
       const role = `${shared ? ` The catch-all for kinds without a queue of their own${kinds}; it may stay empty.` : ''}${apps}`;
       // The board is for looking: every action on a job or a queue goes around the ledger (a retried job cannot revive

@@ -18,7 +18,9 @@ export function failuresPage(options: {
 }): string {
   const config = JSON.stringify({ api: `${options.base}/api/failures`, errors: `${options.base}/errors`, readOnly: options.readOnly }).replace(/</g, '\\u003c');
   const select = (name: string, label: string, values: readonly string[], any = 'any') =>
-    `<label>${label}<select name="${name}">${any ? `<option value="">${any}</option>` : ''}${values.map((v) => `<option value="${escapeHtml(v)}">${escapeHtml(v)}</option>`).join('')}</select></label>`;
+    `<label>${label}<select name="${name}">${any ? `<option value="">${any}</option>` : ''}${values
+      .map((v) => `<option ` + `value="${escapeHtml(v)}">${escapeHtml(v)}</option>`)
+      .join('')}</select></label>`;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>notice-service · failures</title>
 <style>${STYLE} .count{font-variant-numeric:tabular-nums;text-align:right;font-weight:600}</style></head>
@@ -37,10 +39,12 @@ ${header(options, 'Failures')}
   <button type="submit">Show</button>
  </form>
  <p class="muted" id="summary">Times in ${escapeHtml(options.zone)}.</p>
- <table id="groups" aria-label="by channel and error code"><thead><tr><th>rows</th><th>channel</th><th>code</th><th>last</th><th>what it means</th><th>what to do</th></tr></thead><tbody></tbody></table>
+ <table id="groups" aria-label="by channel and error code"><thead><tr><th>rows</th><th>channel</th><th>code</th><th>last</th><th>what it means</th>
+<th>what to do</th></tr></thead><tbody></tbody></table>
  <p><button id="requeue" hidden></button> <span id="requeue-status" role="status"></span></p>
  <h2>Newest first</h2>
- <div style="overflow-x:auto"><table id="rows"><thead><tr><th>updated</th><th>channel</th><th>app</th><th>event id</th><th>user</th><th>kind</th><th>attempts</th><th>code</th><th>error</th></tr></thead><tbody></tbody></table></div>
+ <div style="overflow-x:auto"><table id="rows"><thead><tr><th>updated</th><th>channel</th><th>app</th><th>event id</th><th>user</th><th>kind</th>
+<th>attempts</th><th>code</th><th>error</th></tr></thead><tbody></tbody></table></div>
  <p><a id="older" hidden>older ›</a></p>
 </main>
 <script type="application/json" id="page-config">${config}</script>

@@ -29,7 +29,8 @@ export function noticesPage(options: {
     errors: options.errorsPath,
   }).replace(/</g, '\\u003c');
   const env = escapeHtml(options.environment.label);
-  return `<!doctype html>
+  return (
+    `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>notice-service · notices</title>
 <style>
  body{font-family:system-ui,sans-serif;margin:0;color:#1f2933}
@@ -46,28 +47,41 @@ export function noticesPage(options: {
  .tile b{display:block;font-size:20px} .tile span{color:#627d98;font-size:12px} .tile.bad b{color:#b00020}
 </style></head>
 <body>
-<header><strong>notice-service</strong><span class="env" id="env">${env}</span><a href="${escapeHtml(options.timelinePath)}">Timeline</a><a href="${escapeHtml(options.timelinePath.replace(/\/timeline$/, '/failures'))}">Failures</a><span>Notices</span><a href="${escapeHtml(options.queuesPath)}">Queues (bull-board)</a><a href="${escapeHtml(options.errorsPath)}">Error codes</a>${options.readOnly ? '<span class="env" style="background:#7b8794">read-only</span>' : ''}</header>
+<header><strong>notice-service</strong><span class="env" id="env">${env}</span><a href="${escapeHtml(options.timelinePath)}">Timeline</a>
+<a href="${escapeHtml(options.timelinePath.replace(/\/timeline$/, '/failures'))}">Failures</a><span>Notices</span>
+<a href="${escapeHtml(options.queuesPath)}">Queues (bull-board)</a>
+<a href="${escapeHtml(options.errorsPath)}">Error codes</a>${options.readOnly ? '<span class="env" style="background:#7b8794">read-only</span>' : ''}</header>
 <main>
  <section id="glance" aria-label="last hour at a glance"></section>
- <section id="charts" aria-label="the last hours">${[...options.channels.map((c) => `${options.chartsPath}/outcomes/${encodeURIComponent(c)}.svg`), `${options.chartsPath}/queues.svg`, `${options.chartsPath}/pending-age.svg`].map((src) => `<img src="${escapeHtml(src)}" alt="chart" loading="lazy">`).join('')}</section>
- <form id="search" method="get" action="${escapeHtml(options.timelinePath)}" aria-label="find on the timeline"><input name="event_id" size="40" placeholder="event id: tx_xxx:WalletBalanceChanged:10001:COIN" aria-label="event id">
+ <section id="charts" aria-label="the last ` +
+    `hours">${[...options.channels.map((c) => `${options.chartsPath}/outcomes/${encodeURIComponent(c)}.svg`), `${options.chartsPath}/queues.svg`, `${options.chartsPath}/pending-age.svg`].map((src) => `<img src="${escapeHtml(src)}" alt="chart" loading="lazy">`).join('')}</section>
+ <form id="search" method="get" action="${escapeHtml(options.timelinePath)}" aria-label="find on the timeline">
+<input name="event_id" size="40" placeholder="event id: tx_xxx:WalletBalanceChanged:10001:COIN" aria-label="event id">
   <input name="user_id" size="12" placeholder="or user id" aria-label="user id"><button type="submit">Find on the timeline</button></form>
  <h2>Failed deliveries <span class="muted" id="total"></span></h2>
- <div><select id="failed-channel" aria-label="channel"><option value="">every channel</option></select> <button id="requeue" ${options.readOnly ? 'disabled' : ''}>Requeue selected</button> <span id="status" role="status"></span></div>
- <div class="scroll"> <table id="failed"><thead><tr><th></th><th>updated</th><th>source</th><th>channel</th><th>app</th><th>event_id</th><th>user</th><th>type</th><th>attempts</th><th>code</th><th>error</th></tr></thead><tbody></tbody></table></div>
+ <div><select id="failed-channel" aria-label="channel"><option value="">every channel</option>
+</select> <button id="requeue" ${options.readOnly ? 'disabled' : ''}>Requeue selected</button> <span id="status" role="status"></span></div>
+ <div class="scroll"> <table id="failed"><thead><tr><th></th><th>updated</th><th>source</th><th>channel</th><th>app</th><th>event_id</th><th>user</th>
+<th>type</th><th>attempts</th><th>code</th><th>error</th></tr></thead><tbody></tbody></table></div>
  <div><button id="prev">‹ newer</button> <span id="page"></span> <button id="next">older ›</button></div>
  <h2>Rejected MQ messages <span class="muted" id="rejects-total"></span></h2>
- <form id="rejects-filter"><input id="rejects-reason" size="32" placeholder="reason contains…" aria-label="reason contains"><select id="rejects-since" aria-label="since"><option value="">any time</option><option value="1h">last hour</option><option value="1d">last day</option><option value="7d">last week</option></select><button type="submit">Filter</button>
-  <button type="button" id="rejects-requeue" ${options.readOnly ? 'disabled' : ''}>Requeue selected</button> <span id="rejects-status" role="status"></span></form>
- <div class="scroll"> <table id="rejects"><thead><tr><th></th><th>received</th><th>source</th><th>message id</th><th>tag</th><th>attempt</th><th>bytes</th><th>reason</th><th></th></tr></thead><tbody></tbody></table></div>
+ <form id="rejects-filter"><input id="rejects-reason" size="32" placeholder="reason contains…" aria-label="reason contains">
+<select id="rejects-since" aria-label="since"><option value="">any time</option><option value="1h">last hour</option>
+<option value="1d">last day</option><option value="7d">last week</option></select><button type="submit">Filter</button>
+  <button type="button" id="rejects-requeue" ${options.readOnly ? 'disabled' : ''}>Requeue selected</button> <span id="rejects-status" role="status">
+</span></form>
+ <div class="scroll"> <table id="rejects"><thead><tr><th></th><th>received</th><th>source</th><th>message id</th><th>tag</th><th>attempt</th>
+<th>bytes</th><th>reason</th><th></th></tr></thead><tbody></tbody></table></div>
  <pre id="rejects-body" aria-label="message body"></pre>
  <h2>Operator actions <span class="muted">(newest 20)</span></h2>
- <div class="scroll"> <table id="audit"><thead><tr><th>when</th><th>who</th><th>via</th><th>action</th><th>matched</th><th>changed</th><th>detail</th></tr></thead><tbody></tbody></table></div>
+ <div class="scroll"> <table id="audit"><thead><tr><th>when</th><th>who</th><th>via</th><th>action</th><th>matched</th><th>changed</th><th>detail</th>
+</tr></thead><tbody></tbody></table></div>
 </main>
 <script type="application/json" id="page-config">${config}</script>
 <script src="${escapeHtml(options.assetsPath)}/visible.js"></script>
 <script src="${escapeHtml(options.assetsPath)}/notices.js"></script>
-</body></html>`;
+</body></html>`
+  );
 }
 
 export function escapeHtml(text: string): string {

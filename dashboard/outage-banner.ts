@@ -50,11 +50,16 @@ export function outageScript(healthPath: string, zone: string): string {
 /** What the queue board's address shows while Redis is down: the board needs Redis for everything it shows. */
 export function boardOutagePage(base: string, redis: BackendState, zone: string): string {
   const since = redis.down_since_ms === null ? 'now' : new Date(redis.down_since_ms).toLocaleTimeString('en-GB', clockOptions(zone));
-  return `<!doctype html>
+  return (
+    `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>notice-service · queues unavailable</title></head>
 <body style="font:14px system-ui,sans-serif;margin:0">
-<div id="outage" role="alert" style="background:#b42318;color:#fff;padding:8px 16px;font-weight:600">Redis unreachable since ${escapeHtml(since)}: ${escapeHtml(CONSEQUENCE.redis!)}</div>
-<main style="padding:16px"><p>The queue board reads everything from Redis, so it has nothing to show until Redis answers again; this page does not refresh by itself.</p>
-<p><a href="${escapeHtml(`${base}/notices`)}">Notices</a> · <a href="${escapeHtml(`${base}/timeline`)}">Timeline</a> · <a href="${escapeHtml(`${base}/queues`)}">try the board again</a></p></main>
-</body></html>`;
+<div id="outage" role="alert" style="background:#b42318;color:#fff;padding:8px 16px;font-weight:600">Redis unreachable since ${escapeHtml(since)}: ` +
+    `${escapeHtml(CONSEQUENCE.redis!)}</div>
+<main style="padding:16px"><p>The queue board reads everything from Redis, so it has nothing to show until Redis answers again; this page does not ` +
+    `refresh by itself.</p>
+<p><a href="${escapeHtml(`${base}/notices`)}">Notices</a> · <a href="${escapeHtml(`${base}/timeline`)}">Timeline</a> · <a ` +
+    `href="${escapeHtml(`${base}/queues`)}">try the board again</a></p></main>
+</body></html>`
+  );
 }

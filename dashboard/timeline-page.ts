@@ -9,7 +9,8 @@ interface PageOptions {
   zone: string;
 }
 
-export const STYLE = `
+export const STYLE =
+  `
  body{font-family:system-ui,sans-serif;margin:0;color:#1f2933}
  header{display:flex;flex-wrap:wrap;gap:12px 16px;align-items:center;padding:12px 16px;background:#102a43;color:#fff}
  header a{color:#bcccdc} .env{padding:2px 8px;border-radius:4px;font-size:12px}
@@ -20,7 +21,8 @@ export const STYLE = `
  li.fact > button.line{all:unset;cursor:pointer;display:flex;flex-wrap:wrap;gap:4px 12px;align-items:baseline;width:100%}
  .when{font-variant-numeric:tabular-nums;color:#486581;font-size:13px} .what{font-weight:600} .id{font-size:12px;color:#627d98;word-break:break-all}
  .badges{display:flex;flex-wrap:wrap;gap:6px;margin-top:4px} .badge{border-radius:10px;padding:2px 8px;font-size:12px;border:1px solid #bcccdc}
- .badge.delivered{background:#e3f9e5;border-color:#7bc47f} .badge.failed{background:#ffe3e3;border-color:#e66a6a} .badge.retryable,.badge.delivering,.badge.pending{background:#fff3c4;border-color:#f0b429}
+ .badge.delivered{background:#e3f9e5;border-color:#7bc47f} .badge.failed{background:#ffe3e3;border-color:#e66a6a} ` +
+  `.badge.retryable,.badge.delivering,.badge.pending{background:#fff3c4;border-color:#f0b429}
  .badge.superseded,.badge.delivered_unconfirmed{background:#eef2f7}
  .detail{margin:6px 0 0 8px;font-size:13px} .detail h4{margin:8px 0 2px;font-size:13px} .reason{margin:2px 0} .todo{margin:2px 0;color:#334e68}
  ol.steps{margin:2px 0;padding-left:18px} pre{white-space:pre-wrap;word-break:break-all;font-size:12px;background:#f5f7fa;padding:6px;max-width:100%}
@@ -30,7 +32,8 @@ export const STYLE = `
 export function header(options: Pick<PageOptions, 'base' | 'environment'>, current: string): string {
   const env = escapeHtml(options.environment.label);
   const link = (path: string, text: string) => (text === current ? `<span>${text}</span>` : `<a href="${escapeHtml(options.base + path)}">${text}</a>`);
-  return `<header><strong>notice-service</strong><span class="env" style="background:${escapeHtml(options.environment.color)}">${env}</span>${link('/timeline', 'Timeline')}${link('/failures', 'Failures')}${link('/notices', 'Notices')}${link('/queues', 'Queues (bull-board)')}${link('/errors', 'Error codes')}</header>`;
+  return `<header><strong>notice-service</strong>
+<span class="env" style="background:${escapeHtml(options.environment.color)}">${env}</span>${link('/timeline', 'Timeline')}${link('/failures', 'Failures')}${link('/notices', 'Notices')}${link('/queues', 'Queues (bull-board)')}${link('/errors', 'Error codes')}</header>`;
 }
 
 /**
@@ -41,7 +44,8 @@ export function header(options: Pick<PageOptions, 'base' | 'environment'>, curre
 export function timelinePage(options: PageOptions): string {
   const config = JSON.stringify({ api: `${options.base}/api/notices`, errors: `${options.base}/errors`, zone: options.zone }).replace(/</g, '\\u003c');
   const select = (name: string, label: string, values: readonly string[]) =>
-    `<label>${label}<select name="${name}"><option value="">any</option>${values.map((v) => `<option value="${escapeHtml(v)}">${escapeHtml(v)}</option>`).join('')}</select></label>`;
+    `<label>${label}<select name="${name}">
+<option value="">any</option>${values.map((v) => `<option value="${escapeHtml(v)}">${escapeHtml(v)}</option>`).join('')}</select></label>`;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>notice-service · timeline</title>
 <style>${STYLE}</style></head>
@@ -74,7 +78,8 @@ export function errorsPage(options: Pick<PageOptions, 'base' | 'environment'>): 
   const rows = allErrorGuideEntries()
     .map(
       (e) =>
-        `<tr><td>${e.codes.map((c) => `<code id="${escapeHtml(errorAnchor(c))}">${escapeHtml(c)}</code>`).join(' ')}</td><td>${escapeHtml(e.title)}</td><td>${e.retried ? 'yes' : 'no'}</td><td>${escapeHtml(e.action)}</td></tr>`,
+        `<tr><td>${e.codes.map((c) => `<code id="${escapeHtml(errorAnchor(c))}">${escapeHtml(c)}</code>`).join(' ')}</td>
+<td>${escapeHtml(e.title)}</td><td>${e.retried ? 'yes' : 'no'}</td><td>${escapeHtml(e.action)}</td></tr>`,
     )
     .join('\n');
   return `<!doctype html>

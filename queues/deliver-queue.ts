@@ -327,9 +327,9 @@ function batchRow(item: EnqueueItem): DeliverBatchRow {
 /** A batch job's name on the board: how many rows, of what, and the first event's id to find it by. */
 function batchJobName(items: readonly EnqueueItem[]): string {
   const first = items[0]!;
-  return `${items.length} × ${first.noticeKind} ${first.eventType}${items.some((i) => i.eventType !== first.eventType) ? ' …' : ''} · first ${first.key.sourceEventId}`.slice(
-    0,
-    200,
+  return (
+    `${items.length} × ${first.noticeKind} ${first.eventType}${items.some((i) => i.eventType !== first.eventType) ? ' …' : ''} · first ` +
+    `${first.key.sourceEventId}`.slice(0, 200)
   );
 }
 

@@ -71,7 +71,8 @@ function crossFieldProblems(config: NoticeConfig): string[] {
   const problems: string[] = [];
   if (Object.keys(config.apps).length === 0) {
     problems.push(
-      "apps: required — list the app_codes this deployment serves (apps: { lalu: {} }, with each Tencent app's credentials under apps.<app_code>.tencent_im); a fact of an app not listed is never sent",
+      "apps: required — list the app_codes this deployment serves (apps: { lalu: {} }, with each Tencent app's credentials under " +
+        'apps.<app_code>.tencent_im); a fact of an app not listed is never sent',
     );
   }
   if (config.rocketmq.name_servers !== undefined) {

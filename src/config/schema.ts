@@ -92,7 +92,9 @@ const skipSupersededOf = (kinds: KindDefaults) =>
           ctx.addIssue({
             code: 'custom',
             path: [type],
-            message: `${type} notices carry no version, so none can supersede another; only ${supersedable.join(', ') || 'no type (no source declares one)'} can be skipped`,
+            message: `${type} notices carry no version, so none can supersede another; only ${
+              supersedable.join(', ') || 'no type (no source declares one)'
+            } can be skipped`,
           });
         }
       }

@@ -91,7 +91,8 @@ export class DigestStore {
       const seq = Number(s.seq) + 1;
       const closesAt = nowMs + rule.windowMs;
       await conn.query(
-        `UPDATE notice_digests SET seq = ?, state = 'open', opened_at_ms = ?, closes_at_ms = ?, leader_source_name = ?, leader_event_id = ?, updated_at_ms = ? WHERE ${SCOPE_WHERE}`,
+        `UPDATE notice_digests SET seq = ?, state = 'open', opened_at_ms = ?, closes_at_ms = ?, leader_source_name = ?, leader_event_id = ?,
+          updated_at_ms = ? WHERE ${SCOPE_WHERE}`,
         [seq, nowMs, closesAt, rule.firstAtOnce ? null : row.sourceName, rule.firstAtOnce ? null : row.sourceEventId, nowMs, ...scopeParams(scope)],
       );
       if (rule.firstAtOnce) return { step: 'send_alone' };
@@ -134,7 +135,8 @@ export class DigestStore {
   private async summary(conn: PoolConnection, scope: Scope, seq: number): Promise<DigestStep> {
     const [members] = await conn.query<RowDataPacket[]>(
       `SELECT m.source_event_id, e.event_type, e.payload FROM notice_digest_members m
-         JOIN notice_delivery_events e ON e.source_name = m.source_name AND e.app_code = m.app_code AND e.source_event_id = m.source_event_id AND e.channel = m.channel
+         JOIN notice_delivery_events e ON e.source_name = m.source_name AND e.app_code = m.app_code AND e.source_event_id = m.source_event_id AND
+           e.channel = m.channel
         WHERE m.app_code = ? AND m.user_id = ? AND m.channel = ? AND m.notice_kind = ? AND m.digest_key = ? AND m.seq = ?
         ORDER BY m.created_at_ms DESC, m.source_event_id DESC`,
       [...scopeParams(scope), seq],

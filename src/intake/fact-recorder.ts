@@ -39,7 +39,8 @@ export interface RecordOptions {
 
 /**
  * The one way a fact enters notice-service, whichever entry it came by (outbox poller, MQ consumer): one ledger row
- * per channel the fact is routed to (insert-if-absent, all in the same batch), then enqueue each. When this resolves, every fact is durable and queued; when it throws, the caller
+ * per channel the fact is routed to (insert-if-absent, all in the same batch), then enqueue each. When this resolves, every fact is durable and
+ * queued; when it throws, the caller
  * must not advance its cursor or ack its message. Both steps are idempotent, so repeating them is always safe.
  */
 /** The channel column of a malformed fact in a deployment that routes nothing at all (deliver refuses to start). */

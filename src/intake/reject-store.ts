@@ -25,7 +25,8 @@ export class RejectStore {
   async record(message: RejectedMessage, nowMs: number): Promise<void> {
     const body = message.rawBody;
     await this.pool.query(
-      `INSERT INTO notice_rejected_messages (source_name, message_id, topic, tag, message_keys, delivery_attempt, raw_body, body_bytes, body_sha256, reason, created_at_ms)
+      `INSERT INTO notice_rejected_messages (source_name, message_id, topic, tag, message_keys, delivery_attempt, raw_body, body_bytes, body_sha256,
+        reason, created_at_ms)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON DUPLICATE KEY UPDATE delivery_attempt = VALUES(delivery_attempt), reason = VALUES(reason)`,
       [
@@ -74,14 +75,16 @@ export class RejectStore {
     let fromParams: unknown[] = [];
     let reasonClause = '';
     if (filter.reason) {
-      from = `(SELECT * FROM notice_rejected_messages FORCE INDEX (idx_nrm_created) ${clause} ORDER BY created_at_ms DESC LIMIT ${REASON_SEARCH_WINDOW}) AS newest`;
+      from = `(SELECT * FROM notice_rejected_messages FORCE INDEX (idx_nrm_created) ${clause} ORDER BY created_at_ms DESC LIMIT
+        ${REASON_SEARCH_WINDOW}) AS newest`;
       fromParams = params.splice(0);
       reasonClause = "WHERE reason LIKE CONCAT('%', ?, '%')";
       params.push(filter.reason.slice(0, 200).replace(/[\\%_]/g, (c) => `\\${c}`));
     }
     const outer = filter.reason ? reasonClause : clause;
     const [rows] = await this.pool.query<RowDataPacket[]>(
-      `SELECT id, source_name, message_id, topic, tag, message_keys, delivery_attempt, reason, created_at_ms, body_bytes, body_sha256, LENGTH(raw_body) AS kept_bytes
+      `SELECT id, source_name, message_id, topic, tag, message_keys, delivery_attempt, reason, created_at_ms, body_bytes, body_sha256,
+        LENGTH(raw_body) AS kept_bytes
          FROM ${from} ${outer} ORDER BY created_at_ms DESC, id DESC LIMIT ? OFFSET ?`,
       [...fromParams, ...params, filter.limit, filter.offset],
     );

@@ -35,7 +35,8 @@ export const ERROR_GUIDE: readonly ErrorGuideEntry[] = [
     title: 'the UserSig or the app settings do not match the app',
     retried: false,
     action:
-      'Check sdk_app_id, secret_key and base_url (the data center) of that app; a key of another app signs UserSigs Tencent refuses. Fix the config, restart deliver, requeue.',
+      'Check sdk_app_id, secret_key and base_url (the data center) of that app; a key of another app signs UserSigs Tencent refuses. Fix the config, ' +
+      'restart deliver, requeue.',
   },
   {
     codes: ['70001', '70002', '70003', '20002', '70050'],
@@ -60,7 +61,8 @@ export const ERROR_GUIDE: readonly ErrorGuideEntry[] = [
     title: "over Tencent's request rate (on timpush/batch, 90057: DataId too long)",
     retried: true,
     action:
-      "Given back unspent and paced down by itself (notice_send_pace). If it persists, lower rate_limit_per_second to the app's real quota (NoticeOverFrequency).",
+      "Given back unspent and paced down by itself (notice_send_pace). If it persists, lower rate_limit_per_second to the app's real quota " +
+      '(NoticeOverFrequency).',
   },
   {
     codes: ['60004', '60005', '60008', '60014', '70169', '70500', '20004', '20005', '90994', '91000', '90992', '80003', '90995'],
@@ -98,7 +100,8 @@ export const ERROR_GUIDE: readonly ErrorGuideEntry[] = [
     title: 'a fact of an app_code this deployment does not serve',
     retried: false,
     action:
-      'Add the app under apps (with its Tencent account under apps.<app_code>.tencent_im; NoticeUnknownApp), restart, requeue; or the owner wrote a wrong app_code.',
+      'Add the app under apps (with its Tencent account under apps.<app_code>.tencent_im; NoticeUnknownApp), restart, requeue; or the owner wrote a ' +
+      'wrong app_code.',
   },
   {
     codes: ['POISON'],
@@ -160,7 +163,8 @@ export const ERROR_GUIDE: readonly ErrorGuideEntry[] = [
     title: "in the user's quiet hours: deferred until they end (status deferred), or dropped where quiet_hours.policy says drop",
     retried: false,
     action:
-      "Nothing to do: a deferred notice goes when the window ends (inspect shows when, on the user's clock). If notice_deferred_overdue is above 0, deliver is not releasing them: check deliver and the reconciler.",
+      "Nothing to do: a deferred notice goes when the window ends (inspect shows when, on the user's clock). If notice_deferred_overdue is above 0, " +
+      'deliver is not releasing them: check deliver and the reconciler.',
   },
   {
     codes: ['SEND_INTERRUPTED'],
@@ -193,7 +197,8 @@ const UNKNOWN: ErrorGuideEntry = {
   title: 'a code this guide does not list',
   retried: false,
   action:
-    "Unknown Tencent codes are treated as permanent (a retry would only burn quota). Look it up in Tencent's error-code page (docs/how-it-works.md links it) and add it to src/ledger/error-guide.ts.",
+    "Unknown Tencent codes are treated as permanent (a retry would only burn quota). Look it up in Tencent's error-code page (docs/how-it-works.md " +
+    'links it) and add it to src/ledger/error-guide.ts.',
 };
 
 /** Where a row's code links: its own anchor, its group's first (HTTP_502 → HTTP_5xx), or the unknown-code row. */

@@ -61,7 +61,8 @@ export class DeliveryHistory {
         ({ entry: e }) =>
           valueBytesBound(e.key.sourceEventId) + valueBytesBound(e.key.appCode) + 3 * Math.min(e.errorMessage?.length ?? 0, 1024) + 3 * 191 + 300,
         (chunk) => ({
-          sql: `INSERT INTO notice_delivery_history (source_name, app_code, source_event_id, channel, at_ms, event, actor, error_code, error_message, latency_ms) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
+          sql: `INSERT INTO notice_delivery_history (source_name, app_code, source_event_id, channel, at_ms, event, actor, error_code, error_message,
+            latency_ms) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
           params: chunk.flatMap(({ entry: e }) => [
             e.key.sourceName,
             e.key.appCode,

@@ -38,7 +38,9 @@ export function channelStanding(row: LedgerRow, zone: string, maxRetryCount?: nu
       case 'delivering':
         return `sending (claimed by ${row.lockedBy ?? 'a worker'})`;
       case 'retryable':
-        return `retrying at ${formatTime(row.nextRetryAtMs, zone)} (attempt ${row.attemptCount}${maxRetryCount !== undefined ? ` of ${maxRetryCount + 1}` : ''}) after ${code ?? 'an error'}${guide ? `: ${guide.title}` : ''}`;
+        return `retrying at ${formatTime(row.nextRetryAtMs, zone)} (attempt ${row.attemptCount}${
+          maxRetryCount !== undefined ? ` of ` + `${maxRetryCount + 1}` : ''
+        }) after ${code ?? 'an error'}${guide ? `: ${guide.title}` : ''}`;
       case 'failed':
         return `failed with ${code ?? 'no code'}${guide ? `: ${guide.title}` : ''}`;
     }

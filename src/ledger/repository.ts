@@ -12,7 +12,8 @@ import { inFlightSql, transitionGuard, type LedgerStatement } from './transition
 const TABLE = 'notice_delivery_events';
 const INSERT_COLUMNS =
   '(source_name, app_code, source_event_id, channel, event_type, user_id, notice_kind, status, payload, ' +
-  'last_error_code, last_error, attempt_count, source_row_id, source_created_at_ms, created_at_ms, updated_at_ms, supersede_key, supersede_version, batch_job_id)';
+  'last_error_code, last_error, attempt_count, source_row_id, source_created_at_ms, created_at_ms, updated_at_ms, supersede_key, supersede_version, ' +
+  'batch_job_id)';
 const INSERT_ROW = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)';
 
 /** An upper bound of a new row's bytes in the INSERT: its strings (the payload dominates) and fixed-size values. */
@@ -134,7 +135,8 @@ export class LedgerRepository {
       key,
       workerId,
       nowMs,
-      `status = 'delivered_unconfirmed', provider_ref = ?, delivered_at_ms = ?, next_retry_at_ms = NULL, last_error_code = ?, last_error = ?, attempt_count = attempt_count + 1`,
+      `status = 'delivered_unconfirmed', provider_ref = ?, delivered_at_ms = ?, next_retry_at_ms = NULL, last_error_code = ?, last_error = ?, ` +
+        `attempt_count = attempt_count + 1`,
       [ref, nowMs, code, clip(message)],
     );
   }
@@ -286,7 +288,8 @@ export class LedgerRepository {
   /** Deferred rows, and those whose moment passed more than `overdueMs` ago: a range scan of idx_nde_status_retry. */
   async countDeferred(nowMs: number, overdueMs: number): Promise<{ waiting: number; overdue: number }> {
     const [rows] = await this.pool.query<RowDataPacket[]>(
-      `SELECT COUNT(*) AS waiting, COALESCE(SUM(next_retry_at_ms < ?), 0) AS overdue FROM ${TABLE} FORCE INDEX (idx_nde_status_retry) WHERE status = 'deferred'`,
+      `SELECT COUNT(*) AS waiting, COALESCE(SUM(next_retry_at_ms < ?), 0) AS overdue FROM ${TABLE} FORCE INDEX (idx_nde_status_retry) WHERE status =
+        'deferred'`,
       [nowMs - overdueMs],
     );
     return { waiting: Number(rows[0]!.waiting), overdue: Number(rows[0]!.overdue) };
@@ -306,11 +309,13 @@ export class LedgerRepository {
     const [rows] = await this.pool.query<RowDataPacket[]>(
       `(SELECT ${columns} FROM ${TABLE} FORCE INDEX (idx_nde_status_updated) WHERE status = 'pending' AND updated_at_ms < ? ORDER BY updated_at_ms LIMIT ?)
        UNION ALL
-       (SELECT ${columns} FROM ${TABLE} FORCE INDEX (idx_nde_status_retry) WHERE status = 'retryable' AND next_retry_at_ms < ? ORDER BY next_retry_at_ms LIMIT ?)
+       (SELECT ${columns} FROM ${TABLE} FORCE INDEX (idx_nde_status_retry) WHERE status = 'retryable' AND next_retry_at_ms < ? ORDER BY
+         next_retry_at_ms LIMIT ?)
        UNION ALL
        (SELECT ${columns} FROM ${TABLE} FORCE INDEX (idx_nde_status_retry) WHERE status = 'deferred' AND next_retry_at_ms < ? ORDER BY next_retry_at_ms LIMIT ?)
        UNION ALL
-       (SELECT ${columns} FROM ${TABLE} FORCE INDEX (idx_nde_status_updated) WHERE status = 'delivering' AND updated_at_ms < ? AND lock_until_ms < ? ORDER BY updated_at_ms LIMIT ?)`,
+       (SELECT ${columns} FROM ${TABLE} FORCE INDEX (idx_nde_status_updated) WHERE status = 'delivering' AND updated_at_ms < ? AND lock_until_ms < ?
+         ORDER BY updated_at_ms LIMIT ?)`,
       [nowMs - pendingGraceMs, limit, nowMs - pendingGraceMs, limit, nowMs - pendingGraceMs, limit, nowMs - pendingGraceMs, nowMs, limit],
     );
     return rows.map((r) => ({
@@ -363,7 +368,8 @@ export class LedgerRepository {
   async recordedAtRows(sourceName: string, rows: ReadonlyArray<{ appCode: string; sourceEventId: string; rowId: number }>): Promise<Set<number>> {
     if (rows.length === 0) return new Set();
     const [found] = await this.pool.query<RowDataPacket[]>(
-      `SELECT DISTINCT app_code, source_event_id, source_row_id FROM ${TABLE} WHERE source_name = ? AND (app_code, source_event_id) IN (${rows.map(() => '(?, ?)').join(', ')})`,
+      `SELECT DISTINCT app_code, source_event_id, source_row_id FROM ${TABLE} WHERE source_name = ? AND (app_code, source_event_id) IN
+        (${rows.map(() => '(?, ?)').join(', ')})`,
       [sourceName, ...rows.flatMap((r) => [r.appCode, r.sourceEventId])],
     );
     const at = (appCode: string, eventId: string, rowId: number) => `${appCode}\u0000${eventId}\u0000${rowId}`;
@@ -410,7 +416,8 @@ export class LedgerRepository {
     for (const key of keys) {
       const guard = transitionGuard('requeueFailed', '', nowMs);
       const [result] = await this.pool.query<ResultSetHeader>(
-        `UPDATE ${TABLE} SET status = 'pending', attempt_count = 0, claim_count = 0, next_retry_at_ms = NULL, locked_by = NULL, lock_until_ms = NULL, updated_at_ms = ?
+        `UPDATE ${TABLE} SET status = 'pending', attempt_count = 0, claim_count = 0, next_retry_at_ms = NULL, locked_by = NULL, lock_until_ms = NULL,
+          updated_at_ms = ?
           WHERE ${KEY_WHERE} AND ${guard.sql} AND payload IS NOT NULL`,
         [nowMs, ...keyParams(key), ...guard.params],
       );

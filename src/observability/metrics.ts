@@ -88,7 +88,9 @@ export class NoticeMetrics {
   });
   readonly backpressured = new Gauge({
     name: 'notice_ingest_backpressured',
-    help: '1 while this source reads no new rows because the deliver queues of every app hold max_queued_jobs (one full app only parks its facts in the ledger)',
+    help:
+      '1 while this source reads no new rows because the deliver queues of every app hold max_queued_jobs (one full app only parks its facts in ' +
+      'the ledger)',
     labelNames: ['source'],
     registers: [this.registry],
   });
@@ -134,13 +136,17 @@ export class NoticeMetrics {
   });
   readonly sendPace = new Gauge({
     name: 'notice_send_pace',
-    help: 'Share of the configured send rate in use after the last over-frequency answer seen by this process (1 = full; it recovers on its own), per paced channel and app',
+    help:
+      'Share of the configured send rate in use after the last over-frequency answer seen by this process (1 = full; it recovers on its own), per ' +
+      'paced channel and app',
     labelNames: ['channel', 'app'],
     registers: [this.registry],
   });
   readonly sendsRefused = new Counter({
     name: 'notice_send_admissions_refused_total',
-    help: 'Sends refused by the app-wide rate (sliding second full, or a back-off on) that queued up again; a steady rise means deliver processes reach their slots late (starved CPU); per paced channel and app',
+    help:
+      'Sends refused by the app-wide rate (sliding second full, or a back-off on) that queued up again; a steady rise means deliver processes ' +
+      'reach their slots late (starved CPU); per paced channel and app',
     labelNames: ['channel', 'app'],
     registers: [this.registry],
   });
@@ -153,7 +159,9 @@ export class NoticeMetrics {
   });
   readonly sendSlotWait = new Histogram({
     name: 'notice_send_slot_wait_seconds',
-    help: 'Time a claimed send waited for its slot of the app-wide Tencent rate; when it nears end-to-end latency, the rate limit is what delivery waits for (per paced channel and app)',
+    help:
+      'Time a claimed send waited for its slot of the app-wide Tencent rate; when it nears end-to-end latency, the rate limit is what delivery ' +
+      'waits for (per paced channel and app)',
     labelNames: ['channel', 'app'],
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [this.registry],
@@ -200,7 +208,9 @@ export class NoticeMetrics {
   });
   readonly sendRateLimit = new Gauge({
     name: 'notice_send_rate_limit_per_second',
-    help: 'The rate per second this deliver process paces each paced channel against app-wide (tencent_im / tencent_push rate_limit_per_second, or the app own rate; 0 = off)',
+    help:
+      'The rate per second this deliver process paces each paced channel against app-wide (tencent_im / tencent_push rate_limit_per_second, or the ' +
+      'app own rate; 0 = off)',
     labelNames: ['channel', 'app'],
     registers: [this.registry],
   });
@@ -241,7 +251,9 @@ export class NoticeMetrics {
 
   readonly scrapeStale = new Gauge({
     name: 'notice_scrape_stale',
-    help: 'Scrape-time gauges that could not be read this scrape (1: their backend did not answer within the deadline, the values shown are the last ones read)',
+    help:
+      'Scrape-time gauges that could not be read this scrape (1: their backend did not answer within the deadline, the values shown are the last ' +
+      'ones read)',
     labelNames: ['collector'],
     registers: [this.registry],
   });

@@ -51,7 +51,8 @@ export function lineChartSvg(spec: ChartSpec): string {
     return segments
       .map(
         (points) =>
-          `<polyline class="series" data-series="${esc(s.name)}" fill="none" stroke="${esc(s.color)}" stroke-width="1.5"${s.dashed ? ' stroke-dasharray="4 3"' : ''} points="${points}"/>`,
+          `<polyline class="series" data-series="${esc(s.name)}" fill="none" stroke="${esc(s.color)}" ` +
+          `stroke-width="1.5"${s.dashed ? ' stroke-dasharray="4 3"' : ''} points="${points}"/>`,
       )
       .join('');
   });
@@ -64,7 +65,8 @@ export function lineChartSvg(spec: ChartSpec): string {
   const ref = spec.reference;
   if (ref && drawReference) {
     lines.push(
-      `<line class="reference" data-series="${esc(ref.name)}" x1="${pad.left}" y1="${y(ref.value).toFixed(1)}" x2="${pad.left + plotW}" y2="${y(ref.value).toFixed(1)}" stroke="${esc(ref.color)}" stroke-width="1.5" stroke-dasharray="4 3"/>`,
+      `<line class="reference" data-series="${esc(ref.name)}" x1="${pad.left}" y1="${y(ref.value).toFixed(1)}" x2="${pad.left + plotW}" ` +
+        `y2="${y(ref.value).toFixed(1)}" stroke="${esc(ref.color)}" stroke-width="1.5" stroke-dasharray="4 3"/>`,
     );
   }
   const legendItems = [
@@ -73,12 +75,15 @@ export function lineChartSvg(spec: ChartSpec): string {
   ];
   const offScale =
     ref && !drawReference
-      ? `<text class="reference-note" x="${width - pad.right}" y="14" font-size="10" text-anchor="end" fill="#627d98">${esc(ref.name)} ${ref.value.toLocaleString('en')}${esc(spec.unit)}, off scale</text>`
+      ? `<text class="reference-note" x="${width - pad.right}" y="14" font-size="10" text-anchor="end" ` +
+        `fill="#627d98">${esc(ref.name)} ${ref.value.toLocaleString('en')}${esc(spec.unit)}, off scale</text>`
       : '';
   const legend = legendItems.map(
     (item, i) => `<text class="legend" x="${pad.left + i * 120}" y="${height - 4}" font-size="11" fill="${esc(item.color)}">${esc(item.text)}</text>`,
   );
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="${esc(spec.title)}">
+  return (
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" ` +
+    `aria-label="${esc(spec.title)}">
 <title>${esc(spec.title)}</title>
 <rect width="100%" height="100%" fill="#fff"/>
 <text x="${pad.left}" y="14" font-size="12" font-weight="600" fill="#1f2933">${esc(spec.title)}</text>
@@ -90,7 +95,8 @@ ${offScale}
 ${hourTicks.join('\n')}
 ${lines.join('\n')}
 ${legend.join('\n')}
-</svg>`;
+</svg>`
+  );
 }
 
 /**

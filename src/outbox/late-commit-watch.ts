@@ -36,7 +36,8 @@ export class LateCommitWatch {
     this.givenUp = new PeriodicSummary(SUMMARY_INTERVAL_MS, (t, since) =>
       deps.logger.info(
         { hole_ranges: t.ranges, hole_ids: t.ids, since_ms: Number.isFinite(since) ? since : undefined },
-        `outbox id holes not committed within gap_grace; re-checking them for late commits for up to ${horizon} (rolled-back inserts and sparse ids look the same)`,
+        `outbox id holes not committed within gap_grace; re-checking them for late commits for up to ${horizon} (rolled-back inserts and sparse ids ` +
+          `look the same)`,
       ),
     );
     this.abandoned = new PeriodicSummary(SUMMARY_INTERVAL_MS, (t) =>

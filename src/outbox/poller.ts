@@ -385,7 +385,9 @@ export class OutboxPoller {
         rewound_to: target.id,
         row_at_cursor: atCursor ? 'another fact' : 'missing',
       },
-      "the outbox is not the one this source's cursor read: the row at the cursor is missing or another fact (a MySQL failover to a replica that lacked the last rows, or a restore). The owner's new rows would take ids the cursor had passed, so the cursor goes back to the newest row the ledger recorded; facts whose rows are gone from the outbox are the owner's loss (those already recorded stay in the ledger)",
+      "the outbox is not the one this source's cursor read: the row at the cursor is missing or another fact (a MySQL failover to a replica that " +
+        "lacked the last rows, or a restore). The owner's new rows would take ids the cursor had passed, so the cursor goes back to the newest row the " +
+        "ledger recorded; facts whose rows are gone from the outbox are the owner's loss (those already recorded stay in the ledger)",
     );
     this.deps.metrics?.outboxRewound.inc({ source: this.name });
     const rewound = rewoundTo(state, target.id) ?? state;

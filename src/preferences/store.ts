@@ -36,7 +36,8 @@ export class PreferenceStore {
   async set(choices: ReadonlyArray<PreferenceKey & { enabled: boolean }>, nowMs: number): Promise<void> {
     if (choices.length === 0) return;
     await this.pool.query<ResultSetHeader>(
-      `INSERT INTO notice_preferences (app_code, user_id, notice_kind, channel, enabled, updated_at_ms) VALUES ${choices.map(() => '(?, ?, ?, ?, ?, ?)').join(', ')}
+      `INSERT INTO notice_preferences (app_code, user_id, notice_kind, channel, enabled, updated_at_ms)
+       VALUES ${choices.map(() => '(?, ?, ?, ?, ?, ?)').join(', ')}
        ON DUPLICATE KEY UPDATE enabled = VALUES(enabled), updated_at_ms = VALUES(updated_at_ms)`,
       choices.flatMap((c) => [c.appCode, c.userId, c.noticeKind, c.channel, c.enabled ? 1 : 0, nowMs]),
     );

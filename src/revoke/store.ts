@@ -80,7 +80,8 @@ export class RevocationStore {
   async purge(beforeMs: number, limit: number): Promise<number> {
     const [result] = await this.pool.query<ResultSetHeader>(
       `DELETE FROM notice_revocations WHERE state = 'done' AND requested_at_ms < ? AND NOT EXISTS (SELECT 1 FROM notice_delivery_events e
-        WHERE e.source_name = notice_revocations.source_name AND e.app_code = notice_revocations.app_code AND e.source_event_id = notice_revocations.source_event_id)
+        WHERE e.source_name = notice_revocations.source_name AND e.app_code = notice_revocations.app_code AND e.source_event_id =
+          notice_revocations.source_event_id)
         ORDER BY requested_at_ms LIMIT ?`,
       [beforeMs, limit],
     );
@@ -91,7 +92,9 @@ export class RevocationStore {
   async revokedAmong(facts: readonly FactKey[]): Promise<Set<string>> {
     if (facts.length === 0) return new Set();
     const [rows] = await this.pool.query<RowDataPacket[]>(
-      `SELECT source_name, app_code, source_event_id FROM notice_revocations WHERE (source_name, app_code, source_event_id) IN (${facts.map(() => '(?, ?, ?)').join(', ')})`,
+      `SELECT source_name, app_code, source_event_id FROM notice_revocations WHERE (source_name, app_code, source_event_id) IN (${facts
+        .map(() => '(?, ?, ?)')
+        .join(', ')})`,
       facts.flatMap((f) => [f.sourceName, f.appCode, f.sourceEventId]),
     );
     return new Set(rows.map((r) => factString({ sourceName: String(r.source_name), appCode: String(r.app_code), sourceEventId: String(r.source_event_id) })));

@@ -45,7 +45,8 @@ export function appsProblems(config: NoticeConfig): string[] {
   const apps = tencentApps(config);
   if (config.tencent_im.enabled && apps.size === 0) {
     problems.push(
-      'apps.<app_code>.tencent_im: tencent_im.enabled is true but no app has Tencent IM credentials (sdk_app_id, secret_key from the environment); add them to each app Tencent serves, or turn tencent_im off',
+      'apps.<app_code>.tencent_im: tencent_im.enabled is true but no app has Tencent IM credentials (sdk_app_id, secret_key from the environment); add ' +
+        'them to each app Tencent serves, or turn tencent_im off',
     );
   }
   const ids = new Map<number, string>();

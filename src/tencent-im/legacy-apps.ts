@@ -33,7 +33,8 @@ export function liftLegacyTencentApps(raw: Raw): { deprecated: string[]; problem
       }
       place(appCode, { redis_tag: 'deployment', ...credentials }, 'tencent_im.app_code');
       deprecated.push(
-        `tencent_im.app_code, sdk_app_id and secret_key are read as apps.${appCode} (redis_tag: deployment, tencent_im: { sdk_app_id, secret_key }); move them there`,
+        `tencent_im.app_code, sdk_app_id and secret_key are read as apps.${appCode} (redis_tag: deployment, tencent_im: { sdk_app_id, secret_key }); ` +
+          `move them there`,
       );
     }
   } else if (sdkAppId !== undefined || (secretKey !== undefined && secretKey !== '')) {

@@ -25,7 +25,8 @@ export const inboxModule: ChannelModule<typeof inboxConfigShape> = {
     const problems: string[] = [];
     if (!inbox.api_tls) {
       problems.push(
-        `inbox.api_tls: required when inbox.api_host (${inbox.api_host}) is not loopback; set inbox.api_tls.cert_file, inbox.api_tls.key_file and inbox.api_tls.client_ca_file (mutual TLS with the gateway)`,
+        `inbox.api_tls: required when inbox.api_host (${inbox.api_host}) is not loopback; set inbox.api_tls.cert_file, inbox.api_tls.key_file and ` +
+          `inbox.api_tls.client_ca_file (mutual TLS with the gateway)`,
       );
     }
     if (inbox.page_token_secret === '') {

@@ -121,7 +121,8 @@ export class InboxStore {
             item.expireAtMs,
           );
         return {
-          sql: `INSERT INTO ${TABLE} (fact_hash, app_code, user_id, source_name, source_event_id, notice_kind, event_type, payload, created_at_ms, expire_at_ms) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')} ON DUPLICATE KEY UPDATE id = id`,
+          sql: `INSERT INTO ${TABLE} (fact_hash, app_code, user_id, source_name, source_event_id, notice_kind, event_type, payload, created_at_ms,
+            expire_at_ms) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')} ON DUPLICATE KEY UPDATE id = id`,
           params: values,
         };
       },
@@ -166,7 +167,8 @@ export class InboxStore {
   async unreadCount(owner: InboxOwner, kinds: readonly string[], cap: number): Promise<UnreadCount> {
     const kindFilter = kinds.length > 0 ? ` AND notice_kind IN (${placeholders(kinds.length)})` : '';
     const [rows] = await this.query<RowDataPacket[]>(
-      `SELECT notice_kind, COUNT(*) AS n FROM (SELECT notice_kind FROM ${TABLE} FORCE INDEX (idx_nii_unread) WHERE app_code = ? AND user_id = ? AND is_read = 0${kindFilter} ORDER BY id DESC LIMIT ?) AS newest GROUP BY notice_kind`,
+      `SELECT notice_kind, COUNT(*) AS n FROM (SELECT notice_kind FROM ${TABLE} FORCE INDEX (idx_nii_unread) WHERE app_code = ? AND user_id = ? AND
+        is_read = 0${kindFilter} ORDER BY id DESC LIMIT ?) AS newest GROUP BY notice_kind`,
       [owner.appCode, owner.userId, ...kinds, cap + 1],
     );
     const byKind: Record<string, number> = {};

@@ -27,7 +27,8 @@ export const tencentImC2cModule: ChannelModule<typeof tencentImConfigShape> = {
   senderProblem: (config) =>
     config.tencent_im.enabled
       ? null
-      : 'tencent_im.enabled is false, so every notice would be dropped. Enable it (or point tencent_im.base_url at fake-im), or route no kinds to it (tencent_im.kinds: [])',
+      : 'tencent_im.enabled is false, so every notice would be dropped. Enable it (or point tencent_im.base_url at fake-im), or route no kinds to it ' +
+        '(tencent_im.kinds: [])',
   configProblems: (config) => appsProblems(config),
   documentedErrorCode: isDocumentedCode,
   create: async (ctx) => (await import('./create.ts')).createTencentImC2C(ctx),

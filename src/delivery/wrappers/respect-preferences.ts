@@ -3,7 +3,8 @@ import { choiceKey, type UserSettings } from '../user-settings.ts';
 
 /**
  * Around any channel: a notice the user turned off for this channel (PreferencesService) ends `suppressed`, reason
- * `preference`, without a send — unless its kind is mandatory. The users' settings are one batched read per claim batch (UserSettingsLookup), shared by both wrappers. The C2C channel
+ * `preference`, without a send — unless its kind is mandatory. The users' settings are one batched read per claim batch (UserSettingsLookup), shared
+ * by both wrappers. The C2C channel
  * also learns whether the user turned the phone push of this kind off, so its offline push is silenced too.
  */
 export function respectPreferences(

@@ -18,7 +18,8 @@ export async function writeDemoActivityRows(pool: Pool, activityDatabase: string
     return ['lalu', `aev_${randomUUID()}`, kind, userId, JSON.stringify(payload), nowMs];
   });
   await pool.query(
-    `INSERT INTO ${quoteIdentifier(activityDatabase)}.activity_outbox (app_code, event_id, event_type, user_id, payload, created_at_ms) VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?)').join(', ')}`,
+    `INSERT INTO ${quoteIdentifier(activityDatabase)}.activity_outbox (app_code, event_id, event_type, user_id, payload, created_at_ms) VALUES
+      ${rows.map(() => '(?, ?, ?, ?, ?, ?)').join(', ')}`,
     rows.flat(),
   );
   return rows.length;

@@ -68,7 +68,8 @@ export async function writeDemoRoomRows(pool: Pool, roomDatabase: string, count:
     };
   });
   await pool.query(
-    `INSERT INTO ${quoteIdentifier(roomDatabase)}.room_outbox (app_code, event_id, event_type, room_id, payload, created_at_ms) VALUES ${facts.map(() => '(?, ?, ?, ?, ?, ?)').join(', ')}`,
+    `INSERT INTO ${quoteIdentifier(roomDatabase)}.room_outbox (app_code, event_id, event_type, room_id, payload, created_at_ms) VALUES
+      ${facts.map(() => '(?, ?, ?, ?, ?, ?)').join(', ')}`,
     facts.flatMap((f) => [f.app_code, f.event_id, f.event_type, f.room_id, JSON.stringify(f.payload), f.created_at_ms]),
   );
   if (publisher) for (const fact of facts.filter((f) => f.event_type !== 'RoomCreated')) await publisher.publish(fact);
