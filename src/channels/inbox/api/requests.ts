@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { recipientProblem } from '../../../intake/fact-validation.ts';
+import { readCaller } from '../../../preferences/caller.ts';
 import type { ArchiveFilter, InboxOwner, ListFilter, ReadFilter } from '../store.ts';
 
 /** Request checks of the inbox API: each problem named, so the gateway's developer sees what to fix. */
@@ -7,7 +7,6 @@ export const MAX_IDS_PER_CALL = 100;
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;
 
-const caller = z.object({ app_code: z.string(), user_id: z.string() }, { error: 'caller is required (app_code and user_id from the authenticated session)' });
 const kinds = z.array(z.string().regex(/^[a-z][a-z0-9_]{0,31}$/, 'kinds: each must be a notice kind such as "room_notice"')).max(20, 'kinds: at most 20');
 /** Item ids are BIGINT UNSIGNED: a decimal beyond its range names no item, and is the caller's mistake, not a retry. */
 const MAX_ITEM_ID = 18_446_744_073_709_551_615n;
@@ -17,13 +16,9 @@ const id = z.string().refine(isItemId, 'ids: each must be a decimal item id from
 export class InvalidRequest extends Error {}
 
 export function ownerOf(raw: unknown): InboxOwner {
-  const parsed = caller.safeParse(raw);
-  if (!parsed.success) throw new InvalidRequest(parsed.error.issues[0]!.message);
-  const { app_code: appCode, user_id: userId } = parsed.data;
-  if (appCode === '' || appCode.length > 32) throw new InvalidRequest('caller.app_code must be 1 to 32 characters');
-  const problem = recipientProblem(userId);
-  if (problem) throw new InvalidRequest(`caller.${problem}`);
-  return { appCode, userId };
+  const owner = readCaller(raw);
+  if ('problem' in owner) throw new InvalidRequest(owner.problem);
+  return owner;
 }
 
 export function kindsOf(raw: unknown): string[] {
