@@ -1,10 +1,12 @@
+import { FakeAllPush, type AllPushTask } from './all-push.ts';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { crc32 } from 'node:zlib';
 import { verifyUserSig } from './usersig-verify.ts';
 
 /**
- * A local stand-in for Tencent IM's REST API (`v4/openim/sendmsg` and TIMPush's `v4/timpush/batch`), for
+ * A local stand-in for Tencent IM's REST API (`v4/openim/sendmsg`, TIMPush's `v4/timpush/batch`, and its all-user and
+ * tag push with recall and tags: src/fake-im/all-push.ts), for
  * development, demos and tests. It validates requests like Tencent, answers in Tencent's shape, keeps Tencent's
  * duplicate filters (sendmsg: 120 s; push: MsgRandom within one second), records what it received, and injects
  * faults on request, per API (`POST /_fake/faults`, `POST /_fake/push-faults`).
@@ -19,6 +21,8 @@ export interface FakeImOptions extends FakeImApp {
   /** More Tencent apps served by the same fake, each verifying its own UserSig (one deployment for many apps). */
   apps?: FakeImApp[];
   now?: () => number;
+  /** All-user and tag pushes per app per day (`v4/timpush/push`, 90047 beyond): 10 free, 100 standard. */
+  allPushPerDay?: number;
 }
 
 export interface ReceivedMessage {
@@ -100,6 +104,14 @@ const MAX_PUSH_ACCOUNTS = 500;
 const DEDUP_WINDOW_MS = 120_000;
 const MAX_MESSAGE_BYTES = 12 * 1024;
 
+/** TIMPush's all-user/tag push, its recall and the user tags (src/fake-im/all-push.ts), by path. */
+const ALL_PUSH_CALLS: Record<string, (push: FakeAllPush, sdkAppId: number, body: string, msg: Record<string, unknown>) => Record<string, unknown>> = {
+  '/v4/timpush/push': (push, app, body, msg) => push.push(app, body, msg),
+  '/v4/timpush/revoke': (push, app, _body, msg) => push.revoke(app, msg),
+  '/v4/timpush/add_tag': (push, app, _body, msg) => push.changeTags(app, msg, 'add'),
+  '/v4/timpush/remove_tag': (push, app, _body, msg) => push.changeTags(app, msg, 'remove'),
+};
+
 export class FakeImServer {
   private readonly server: http.Server;
   private readonly sockets = new Set<Socket>();
@@ -124,9 +136,11 @@ export class FakeImServer {
   private windowCounts = new Map<string, number>();
   private seq = 0;
   private readonly verifiedSigs = new Map<string, number>();
+  private allPush: FakeAllPush;
 
   constructor(private readonly options: FakeImOptions) {
     this.now = options.now ?? Date.now;
+    this.allPush = new FakeAllPush({ perDay: options.allPushPerDay ?? 100 }, this.now);
     this.server = http.createServer((req, res) => void this.route(req, res));
     this.server.keepAliveTimeout = 30_000;
     this.server.on('connection', (socket) => {
@@ -185,7 +199,17 @@ export class FakeImServer {
     return { ...this.pushStats, calls: this.pushed.length, accounts: this.pushed.filter((p) => !p.duplicate).reduce((n, p) => n + p.accounts.length, 0) };
   }
 
+  /** The all-user and tag pushes accepted so far (one task per MsgRandom), and an account's tags. */
+  allPushTasks(): AllPushTask[] {
+    return this.allPush.tasks;
+  }
+
+  tagsOf(sdkAppId: number, account: string): string[] {
+    return this.allPush.tagsOf(sdkAppId, account);
+  }
+
   reset(): void {
+    this.allPush = new FakeAllPush({ perDay: this.options.allPushPerDay ?? 100 }, this.now);
     this.faults = FakeImServer.noFaults();
     this.pushFaults = FakeImServer.noFaults();
     this.readFaults = FakeImServer.noFaults();
@@ -227,6 +251,16 @@ export class FakeImServer {
     const body = await readBody(req);
     if (url.pathname === '/v4/openim/sendmsg' && req.method === 'POST') return this.sendmsg(url, body, req, res);
     if (url.pathname === '/v4/timpush/batch' && req.method === 'POST') return this.pushBatch(url, body, req, res);
+    const allPushCall = ALL_PUSH_CALLS[url.pathname];
+    if (allPushCall && req.method === 'POST') {
+      this.pushStats.requests++;
+      return this.answerWithFaults(this.pushFaults, this.pushStats, req, res, () => {
+        const request = this.adminRequest(url, body, []);
+        if ('failed' in request) return request.failed;
+        return allPushCall(this.allPush, request.checked.app.sdkAppId, body, request.msg);
+      });
+    }
+    if (url.pathname === '/_fake/all-pushes' && req.method === 'GET') return json(res, 200, { tasks: this.allPush.tasks });
     if (url.pathname === '/v4/openim/admin_msgwithdraw' && req.method === 'POST') {
       this.stats.requests++;
       return this.answerWithFaults(this.faults, this.stats, req, res, () => this.answerWithdraw(url, body));
