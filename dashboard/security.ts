@@ -11,8 +11,9 @@ import type { Logger } from 'pino';
  */
 
 /**
- * helmet's headers with a CSP that allows only this origin (a per-response nonce for the ledger page's one inline
- * script), forbids framing, and no-store on everything: pages and JSON carry user ids.
+ * helmet's headers with a CSP that allows only this origin (the pages' scripts are files under <base>/assets; a
+ * per-response nonce admits the one inline script left, the outage banner's), forbids framing, and no-store on
+ * everything: pages and JSON carry user ids.
  */
 export function securityHeaders(): RequestHandler[] {
   return [
