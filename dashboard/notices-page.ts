@@ -29,8 +29,14 @@ export function noticesPage(options: {
     errors: options.errorsPath,
   }).replace(/</g, '\\u003c');
   const env = escapeHtml(options.environment.label);
-  return (
-    `<!doctype html>
+  const charts = [
+    ...options.channels.map((c) => `${options.chartsPath}/outcomes/${encodeURIComponent(c)}.svg`),
+    `${options.chartsPath}/queues.svg`,
+    `${options.chartsPath}/pending-age.svg`,
+  ]
+    .map((src) => `<img src="${escapeHtml(src)}" alt="chart" loading="lazy">`)
+    .join('');
+  return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>notice-service · notices</title>
 <style>
  body{font-family:system-ui,sans-serif;margin:0;color:#1f2933}
@@ -53,8 +59,7 @@ export function noticesPage(options: {
 <a href="${escapeHtml(options.errorsPath)}">Error codes</a>${options.readOnly ? '<span class="env" style="background:#7b8794">read-only</span>' : ''}</header>
 <main>
  <section id="glance" aria-label="last hour at a glance"></section>
- <section id="charts" aria-label="the last ` +
-    `hours">${[...options.channels.map((c) => `${options.chartsPath}/outcomes/${encodeURIComponent(c)}.svg`), `${options.chartsPath}/queues.svg`, `${options.chartsPath}/pending-age.svg`].map((src) => `<img src="${escapeHtml(src)}" alt="chart" loading="lazy">`).join('')}</section>
+ <section id="charts" aria-label="the last hours">${charts}</section>
  <form id="search" method="get" action="${escapeHtml(options.timelinePath)}" aria-label="find on the timeline">
 <input name="event_id" size="40" placeholder="event id: tx_xxx:WalletBalanceChanged:10001:COIN" aria-label="event id">
   <input name="user_id" size="12" placeholder="or user id" aria-label="user id"><button type="submit">Find on the timeline</button></form>
@@ -80,8 +85,7 @@ export function noticesPage(options: {
 <script type="application/json" id="page-config">${config}</script>
 <script src="${escapeHtml(options.assetsPath)}/visible.js"></script>
 <script src="${escapeHtml(options.assetsPath)}/notices.js"></script>
-</body></html>`
-  );
+</body></html>`;
 }
 
 export function escapeHtml(text: string): string {

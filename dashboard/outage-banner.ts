@@ -58,8 +58,8 @@ export function boardOutagePage(base: string, redis: BackendState, zone: string)
     `${escapeHtml(CONSEQUENCE.redis!)}</div>
 <main style="padding:16px"><p>The queue board reads everything from Redis, so it has nothing to show until Redis answers again; this page does not ` +
     `refresh by itself.</p>
-<p><a href="${escapeHtml(`${base}/notices`)}">Notices</a> · <a href="${escapeHtml(`${base}/timeline`)}">Timeline</a> · <a ` +
-    `href="${escapeHtml(`${base}/queues`)}">try the board again</a></p></main>
+<p><a href="${escapeHtml(`${base}/notices`)}">Notices</a> · <a href="${escapeHtml(`${base}/timeline`)}">Timeline</a> ·
+<a href="${escapeHtml(`${base}/queues`)}">try the board again</a></p></main>
 </body></html>`
   );
 }

@@ -327,10 +327,8 @@ function batchRow(item: EnqueueItem): DeliverBatchRow {
 /** A batch job's name on the board: how many rows, of what, and the first event's id to find it by. */
 function batchJobName(items: readonly EnqueueItem[]): string {
   const first = items[0]!;
-  return (
-    `${items.length} × ${first.noticeKind} ${first.eventType}${items.some((i) => i.eventType !== first.eventType) ? ' …' : ''} · first ` +
-    `${first.key.sourceEventId}`.slice(0, 200)
-  );
+  const mixed = items.some((i) => i.eventType !== first.eventType) ? ' …' : '';
+  return `${items.length} × ${first.noticeKind} ${first.eventType}${mixed} · first ${first.key.sourceEventId}`.slice(0, 200);
 }
 
 /** The options of a batch job: its rows' retries are jobs of their own, so the batch itself only retries handing them off. */

@@ -104,11 +104,18 @@ describe('a scrape with a backend that does not answer', () => {
   it('returns every other metric and marks the silent reading stale, instead of hanging', async () => {
     const { NoticeMetrics } = await import('../src/observability/metrics.ts');
     const metrics = new NoticeMetrics({ processMetrics: false, collectDeadlineMs: 100 });
-    metrics.onScrape('queue_jobs', () => new Promise<void>(() => undefined)); // a BullMQ count waiting for Redis
+    let started = 0;
+    metrics.onScrape('queue_jobs', () => {
+      started++;
+      return new Promise<void>(() => undefined); // a BullMQ count waiting for Redis
+    });
     metrics.onScrape('readiness', async () => void metrics.ready.set(1));
     const text = await metrics.render();
     expect(text).toMatch(/^notice_scrape_stale\{collector="queue_jobs"\} 1$/m);
     expect(text).toMatch(/^notice_scrape_stale\{collector="readiness"\} 0$/m);
     expect(text).toMatch(/^notice_ready 1$/m);
+    // The next scrape waits on the count still in flight instead of queueing another behind it.
+    expect(await metrics.render()).toMatch(/^notice_scrape_stale\{collector="queue_jobs"\} 1$/m);
+    expect(started).toBe(1);
   });
 });

@@ -72,8 +72,8 @@ export class LedgerQueries {
       "SELECT updated_at_ms FROM notice_delivery_events FORCE INDEX (idx_nde_status_updated) WHERE status = 'pending' ORDER BY updated_at_ms LIMIT 1",
     );
     const [minute] = await this.pool.query<RowDataPacket[]>(
-      "SELECT channel, COUNT(*) AS n FROM notice_delivery_events FORCE INDEX (idx_nde_status_updated) WHERE status = 'delivered' AND updated_at_ms >= " +
-        '? GROUP BY channel',
+      `SELECT channel, COUNT(*) AS n FROM notice_delivery_events FORCE INDEX (idx_nde_status_updated)
+       WHERE status = 'delivered' AND updated_at_ms >= ? GROUP BY channel`,
       [nowMs - 60_000],
     );
     return {

@@ -258,7 +258,7 @@ export class NoticeMetrics {
     registers: [this.registry],
   });
 
-  private readonly collectors: Array<{ name: string; collect: () => Promise<void> }> = [];
+  private readonly collectors: Array<{ name: string; collect: () => Promise<void>; running?: Promise<void> }> = [];
   private readonly collectDeadlineMs: number;
 
   constructor(options: { processMetrics?: boolean; collectDeadlineMs?: number } = {}) {
@@ -273,16 +273,20 @@ export class NoticeMetrics {
 
   /**
    * Every collector gets a deadline: with Redis down a BullMQ count waits for the reconnect, and a scrape that hangs
-   * hides every other metric exactly when they matter.
+   * hides every other metric exactly when they matter. A collector still running from an earlier scrape is waited on,
+   * not started again, so an outage does not pile a count per scrape into the client's offline queue.
    */
   async render(): Promise<string> {
     await Promise.all(
-      this.collectors.map(async ({ name, collect }) => {
-        const read = await withDeadline(collect(), this.collectDeadlineMs, name).then(
+      this.collectors.map(async (collector) => {
+        collector.running ??= collector.collect().finally(() => {
+          collector.running = undefined;
+        });
+        const read = await withDeadline(collector.running, this.collectDeadlineMs, collector.name).then(
           () => true,
           () => false,
         );
-        this.scrapeStale.set({ collector: name }, read ? 0 : 1);
+        this.scrapeStale.set({ collector: collector.name }, read ? 0 : 1);
       }),
     );
     return this.registry.metrics();
