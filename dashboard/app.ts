@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import { appsWithOwnTag } from '../src/config/redis-keyspace.ts';
 import express from 'express';
 import type { Pool } from 'mysql2/promise';
 import { createBullBoard } from '@bull-board/api';
@@ -69,9 +70,8 @@ export function createDashboardApp(
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(`${base}/queues`);
   const specs = new Map(channelQueueSpecs(config).map((spec) => [spec.channel, spec]));
-  const deploymentApps = Object.entries(config.apps)
-    .filter(([, app]) => app.redis_tag === 'deployment')
-    .map(([appCode]) => appCode);
+  const ownTag = new Set(appsWithOwnTag(config));
+  const deploymentApps = Object.keys(config.apps).filter((app) => !ownTag.has(app));
   const adapters = queues.channelNames.flatMap((channel) =>
     queues.ofChannel(channel).map((queue) => {
       // A channel's shared queue takes the kinds without a queue of their own; an app group's takes only its apps.

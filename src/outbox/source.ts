@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { OutboxRow, SourceIdentity } from '../facts/types.ts';
+import { keyProblem, timestampProblem } from '../intake/fact-validation.ts';
 
 export type { OutboxSource } from '../facts/types.ts';
-import { keyProblem, timestampProblem } from '../intake/fact-validation.ts';
 
 /**
  * The ledger identity of an outbox row. A row whose event_id or app_code is missing or does not fit gets a stable
